@@ -1,0 +1,181 @@
+//! The one error type of idemkit, with a stable kind per case that the Java and C faces map.
+
+use crate::key::KeyError;
+
+/// A stable, language-neutral name for each way a call can be refused or fail.
+///
+/// The numeric codes are part of the C ABI and the Java binding; never renumber them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum ErrorKind {
+    /// The key could not be derived from the input (bad JSON, blank explicit key, ...). Nothing ran.
+    InvalidKey = 1,
+    /// A policy, tool or store was configured wrongly. Raised when it is built, never per call.
+    Configuration = 2,
+    /// A repeat of a call whose remembered outcome is a failure (`RETURN_CACHED` with `cacheFailures`).
+    CachedFailure = 3,
+    /// A repeat under `FAIL_FAST`: the key is remembered or in progress. Nothing ran.
+    FailFast = 4,
+    /// The key was still in progress when the caller's deadline came. Nothing ran.
+    InProgress = 5,
+    /// The key's claim was abandoned (its lease ended without an outcome): the effect may or may
+    /// not have happened, so an operator has to resolve the record. Nothing ran.
+    Indeterminate = 6,
+    /// The store could not be reached or answered an error. Nothing ran.
+    StoreUnavailable = 7,
+    /// The remembered result was too large to keep; the first caller got it, repeats get this.
+    OutcomeTooLarge = 8,
+    /// The call's deadline passed while its body ran; the claim stays in progress.
+    Timeout = 9,
+    /// A bug inside idemkit (a panic caught at a language boundary, a broken invariant).
+    Internal = 10,
+}
+
+impl ErrorKind {
+    /// Every kind, in code order.
+    pub const ALL: [ErrorKind; 10] = [
+        ErrorKind::InvalidKey,
+        ErrorKind::Configuration,
+        ErrorKind::CachedFailure,
+        ErrorKind::FailFast,
+        ErrorKind::InProgress,
+        ErrorKind::Indeterminate,
+        ErrorKind::StoreUnavailable,
+        ErrorKind::OutcomeTooLarge,
+        ErrorKind::Timeout,
+        ErrorKind::Internal,
+    ];
+
+    /// The stable numeric code (C ABI, Java).
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The kind with this code, if any.
+    pub fn from_code(code: i32) -> Option<ErrorKind> {
+        ErrorKind::ALL.iter().copied().find(|k| k.code() == code)
+    }
+
+    /// The stable snake_case name (logs, CLI JSON, Java `kind()` names).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidKey => "invalid_key",
+            ErrorKind::Configuration => "configuration",
+            ErrorKind::CachedFailure => "cached_failure",
+            ErrorKind::FailFast => "fail_fast",
+            ErrorKind::InProgress => "in_progress",
+            ErrorKind::Indeterminate => "indeterminate",
+            ErrorKind::StoreUnavailable => "store_unavailable",
+            ErrorKind::OutcomeTooLarge => "outcome_too_large",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why an idemkit call did not produce a fresh result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("invalid idempotency key for `{tool}`: {source}")]
+    InvalidKey {
+        tool: String,
+        #[source]
+        source: KeyError,
+    },
+    #[error("{0}")]
+    Configuration(String),
+    #[error("`{tool}` failed before with {error_type}: {message} (key {key}); the failure is remembered, so the call was not run again")]
+    CachedFailure {
+        tool: String,
+        key: String,
+        error_type: String,
+        message: String,
+    },
+    #[error("`{tool}` was already {state} under key {key} and its policy is FAIL_FAST; nothing was run")]
+    FailFast {
+        tool: String,
+        key: String,
+        /// `"completed"` or `"in progress"`.
+        state: &'static str,
+    },
+    #[error("`{tool}` is still in progress under key {key} in another call and the deadline passed after waiting {waited_ms} ms; nothing was run")]
+    InProgress {
+        tool: String,
+        key: String,
+        waited_ms: u64,
+    },
+    #[error("`{tool}` has an indeterminate outcome under key {key}: a call claimed it and its lease ended without an outcome, so the effect may or may not have happened; nothing was run. Resolve the record (idemkit resolve --key {key}) or wait for it to expire")]
+    Indeterminate { tool: String, key: String },
+    #[error("idempotency store unavailable for `{tool}`: {message}; nothing was run")]
+    StoreUnavailable { tool: String, message: String },
+    #[error("`{tool}` completed under key {key} but its result ({bytes} bytes) was larger than the store keeps, so it cannot be replayed; nothing was run")]
+    OutcomeTooLarge { tool: String, key: String, bytes: u64 },
+    #[error("`{tool}` ran past its deadline of {timeout_ms} ms under key {key}; its outcome is unknown and its claim stays in progress until the lease ends")]
+    Timeout {
+        tool: String,
+        key: String,
+        timeout_ms: u64,
+    },
+    #[error("internal error in idemkit: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// The stable kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidKey { .. } => ErrorKind::InvalidKey,
+            Error::Configuration(_) => ErrorKind::Configuration,
+            Error::CachedFailure { .. } => ErrorKind::CachedFailure,
+            Error::FailFast { .. } => ErrorKind::FailFast,
+            Error::InProgress { .. } => ErrorKind::InProgress,
+            Error::Indeterminate { .. } => ErrorKind::Indeterminate,
+            Error::StoreUnavailable { .. } => ErrorKind::StoreUnavailable,
+            Error::OutcomeTooLarge { .. } => ErrorKind::OutcomeTooLarge,
+            Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::Internal(_) => ErrorKind::Internal,
+        }
+    }
+
+    /// The 64-hex key the error is about, when it is about one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Error::CachedFailure { key, .. }
+            | Error::FailFast { key, .. }
+            | Error::InProgress { key, .. }
+            | Error::Indeterminate { key, .. }
+            | Error::OutcomeTooLarge { key, .. }
+            | Error::Timeout { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn config(message: impl Into<String>) -> Error {
+        Error::Configuration(message.into())
+    }
+}
+
+/// A store failure: the server is unreachable, timed out or answered an error.
+///
+/// The executor turns it into [`Error::StoreUnavailable`]; it never reads as permission to run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("store misconfigured: {0}")]
+    Configuration(String),
+    #[error("record in the store is corrupt or of an unknown format: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    pub fn unavailable(message: impl std::fmt::Display) -> StoreError {
+        StoreError::Unavailable(message.to_string())
+    }
+}

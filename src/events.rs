@@ -1,0 +1,133 @@
+//! Every answer the executor gives is an event a host can subscribe to or count.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use crate::key::Key;
+
+/// The kinds of event (SPEC §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum EventKind {
+    /// The key was claimed: the body runs.
+    Acquired = 0,
+    /// A remembered outcome answered the call: the body did not run.
+    Deduplicated = 1,
+    /// The call waited for another caller's claim (followed by what it then got).
+    Waited = 2,
+    /// The call's deadline passed while it waited.
+    WaitTimedOut = 3,
+    /// `FAIL_FAST` refused a repeat.
+    FailedFast = 4,
+    /// An abandoned claim was found: the outcome is unknown.
+    Indeterminate = 5,
+    /// A failed body's claim was released so that a retry runs again.
+    Released = 6,
+    /// The store could not be reached or answered an error.
+    StoreError = 7,
+    /// A succeeded body's outcome could not be recorded; the claim will become abandoned.
+    RecordFailed = 8,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 9] = [
+        EventKind::Acquired,
+        EventKind::Deduplicated,
+        EventKind::Waited,
+        EventKind::WaitTimedOut,
+        EventKind::FailedFast,
+        EventKind::Indeterminate,
+        EventKind::Released,
+        EventKind::StoreError,
+        EventKind::RecordFailed,
+    ];
+
+    /// The SPEC name (`acquired`, `wait_timed_out`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Acquired => "acquired",
+            EventKind::Deduplicated => "deduplicated",
+            EventKind::Waited => "waited",
+            EventKind::WaitTimedOut => "wait_timed_out",
+            EventKind::FailedFast => "failed_fast",
+            EventKind::Indeterminate => "indeterminate",
+            EventKind::Released => "released",
+            EventKind::StoreError => "store_error",
+            EventKind::RecordFailed => "record_failed",
+        }
+    }
+}
+
+/// One event, borrowed for the duration of the listener call.
+#[derive(Debug, Clone, Copy)]
+pub struct Event<'a> {
+    pub kind: EventKind,
+    /// The tool or action name.
+    pub tool: &'a str,
+    pub key: Option<&'a Key>,
+    pub tenant: Option<&'a str>,
+    /// For `store_error` and `record_failed`: what went wrong.
+    pub detail: Option<&'a str>,
+}
+
+/// A subscriber to events. Called on the thread that made the call; keep it quick.
+pub type Listener = Arc<dyn Fn(&Event<'_>) + Send + Sync>;
+
+/// Counts every event and forwards it to subscribers.
+#[derive(Default)]
+pub struct Events {
+    counts: [AtomicU64; 9],
+    has_listeners: AtomicBool,
+    listeners: RwLock<Vec<Listener>>,
+}
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(EventKind::ALL.iter().map(|k| (k.name(), self.count(*k))))
+            .finish()
+    }
+}
+
+impl Events {
+    /// Adds a subscriber.
+    pub fn subscribe(&self, listener: Listener) {
+        self.listeners
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(listener);
+        self.has_listeners.store(true, Ordering::Release);
+    }
+
+    /// How many events of this kind happened.
+    pub fn count(&self, kind: EventKind) -> u64 {
+        self.counts[kind as usize].load(Ordering::Relaxed)
+    }
+
+    /// All counts, by SPEC name.
+    pub fn counts(&self) -> Vec<(&'static str, u64)> {
+        EventKind::ALL
+            .iter()
+            .map(|k| (k.name(), self.count(*k)))
+            .collect()
+    }
+
+    pub(crate) fn emit(&self, event: Event<'_>) {
+        self.counts[event.kind as usize].fetch_add(1, Ordering::Relaxed);
+        if event.kind == EventKind::StoreError || event.kind == EventKind::RecordFailed {
+            log::warn!(
+                "idemkit {} on `{}` (key {}): {}",
+                event.kind.name(),
+                event.tool,
+                event.key.map(|k| k.hex()).unwrap_or_default(),
+                event.detail.unwrap_or("")
+            );
+        }
+        if self.has_listeners.load(Ordering::Acquire) {
+            let listeners = self.listeners.read().unwrap_or_else(|p| p.into_inner());
+            for listener in listeners.iter() {
+                listener(&event);
+            }
+        }
+    }
+}

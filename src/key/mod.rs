@@ -1,0 +1,531 @@
+//! Key derivation (SPEC §2, v1): the SHA-256 of the canonical JSON of
+//! `["idemkit/v1", tenant, run, scope, tag, data]`.
+//!
+//! The canonical form is JCS-like: NFC strings, members sorted by UTF-16 code units,
+//! exact decimal numbers in ECMAScript's layout, JCS string escaping. It is produced by a
+//! purpose-built parser and writer, and streamed straight into the hasher.
+
+mod number;
+mod parse;
+mod sink;
+mod text;
+mod value;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use number::{Number, MAX_EXPONENT, MAX_NUMBER_LITERAL_LEN};
+pub use value::{CanonicalObject, CanonicalValue};
+
+use parse::Node;
+use sink::{HashSink, Sink};
+use text::{cmp_utf16, nfc, write_nfc_str};
+
+/// The deepest nesting of arrays and objects accepted (SPEC §2 rule 6).
+pub const MAX_DEPTH: usize = 64;
+
+/// The first element of every key's material: the version of this derivation.
+pub const KEY_SPEC_VERSION: &str = "idemkit/v1";
+
+/// Why a key could not be derived. Messages say where (a JSON path such as
+/// `input.items[2].name`, or `explicit key`) and what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// The input is not strict JSON (RFC 8259).
+    #[error("{path}: not valid JSON at byte {offset}: {detail}; send strict JSON (RFC 8259)")]
+    Syntax {
+        path: String,
+        offset: usize,
+        detail: String,
+    },
+    /// Two members of one object have names that are equal after NFC normalisation.
+    #[error("{path}: duplicate member {name:?} after NFC normalisation; send each member once")]
+    DuplicateMember { path: String, name: String },
+    /// A `\uXXXX` escape names half of a surrogate pair without the other half.
+    #[error(
+        "{path}: lone surrogate \\u{code:04x} at byte {offset}; \
+         send whole characters (a high and a low surrogate together)"
+    )]
+    LoneSurrogate {
+        path: String,
+        offset: usize,
+        code: u16,
+    },
+    /// NaN or an infinity, which JSON and keys do not allow.
+    #[error("{path}: {value} is not a finite number; send a finite number, or a string")]
+    NonFinite { path: String, value: String },
+    /// Arrays and objects nested deeper than [`MAX_DEPTH`].
+    #[error("{path}: nested deeper than {limit} arrays/objects; flatten the input")]
+    TooDeep { path: String, limit: usize },
+    /// A number literal longer than [`MAX_NUMBER_LITERAL_LEN`] characters.
+    #[error(
+        "{path}: a number literal of {length} characters is over the limit of {limit}; \
+         send it as a string"
+    )]
+    NumberTooLong {
+        path: String,
+        length: usize,
+        limit: usize,
+    },
+    /// A number literal whose exponent part is beyond ±[`MAX_EXPONENT`].
+    #[error(
+        "{path}: exponent {exponent} is beyond ±{limit}; \
+         send the number as a string or with a smaller exponent"
+    )]
+    ExponentOutOfRange {
+        path: String,
+        exponent: String,
+        limit: u32,
+    },
+    /// An `EXPLICIT` key that is empty or only Unicode White_Space.
+    #[error(
+        "explicit key: it is empty or blank (only white space); \
+         supply a key with at least one visible character"
+    )]
+    BlankExplicitKey,
+    /// A member named in `key_arguments` is absent from the input.
+    #[error(
+        "input: member {name:?} named in key_arguments is missing; \
+         send it (a null value counts as present) or remove it from key_arguments"
+    )]
+    MissingKeyArgument { name: String },
+    /// `key_arguments` were given but the input is not an object.
+    #[error(
+        "input: key_arguments select members of an object, but the input is {found}; \
+         send a JSON object or leave key_arguments empty"
+    )]
+    KeyArgumentsNeedObject { found: String },
+    /// Text that should be a key (64 hex characters) is not one.
+    #[error("not a key: {detail}; a key is 64 hexadecimal characters (a SHA-256 digest)")]
+    MalformedKey { detail: String },
+}
+
+/// What went wrong, before the path of where it went wrong is known.
+#[derive(Debug)]
+pub(crate) enum Problem {
+    Syntax { offset: usize, detail: String },
+    Duplicate { name: String },
+    LoneSurrogate { offset: usize, code: u16 },
+    NonFinite { value: &'static str },
+    TooDeep,
+    NumberTooLong { length: usize },
+    ExponentOutOfRange { exponent: String },
+}
+
+impl Problem {
+    pub(crate) fn syntax(offset: usize, detail: &str) -> Problem {
+        Problem::Syntax {
+            offset,
+            detail: detail.to_owned(),
+        }
+    }
+
+    /// The public error, with `path` saying where.
+    pub(crate) fn into_error(self, path: &str) -> KeyError {
+        let path = path.to_owned();
+        match self {
+            Problem::Syntax { offset, detail } => KeyError::Syntax {
+                path,
+                offset,
+                detail,
+            },
+            Problem::Duplicate { name } => KeyError::DuplicateMember { path, name },
+            Problem::LoneSurrogate { offset, code } => KeyError::LoneSurrogate { path, offset, code },
+            Problem::NonFinite { value } => KeyError::NonFinite {
+                path,
+                value: value.to_owned(),
+            },
+            Problem::TooDeep => KeyError::TooDeep {
+                path,
+                limit: MAX_DEPTH,
+            },
+            Problem::NumberTooLong { length } => KeyError::NumberTooLong {
+                path,
+                length,
+                limit: MAX_NUMBER_LITERAL_LEN,
+            },
+            Problem::ExponentOutOfRange { exponent } => KeyError::ExponentOutOfRange {
+                path,
+                exponent,
+                limit: MAX_EXPONENT,
+            },
+        }
+    }
+}
+
+/// One step of a JSON path.
+#[derive(Debug)]
+enum Step {
+    Member(String),
+    Index(usize),
+}
+
+/// A problem plus the path to it, collected innermost first as the error unwinds, so the
+/// success path never spends anything on paths.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    problem: Problem,
+    trail: Vec<Step>,
+}
+
+pub(crate) type Fallible<T> = Result<T, Box<Failure>>;
+
+impl Failure {
+    #[cold]
+    pub(crate) fn new(problem: Problem) -> Box<Failure> {
+        Box::new(Failure {
+            problem,
+            trail: Vec::new(),
+        })
+    }
+
+    #[cold]
+    pub(crate) fn at_member(mut self: Box<Self>, name: &str) -> Box<Failure> {
+        self.trail.push(Step::Member(name.to_owned()));
+        self
+    }
+
+    #[cold]
+    pub(crate) fn at_index(mut self: Box<Self>, index: usize) -> Box<Failure> {
+        self.trail.push(Step::Index(index));
+        self
+    }
+
+    /// The public error, its path starting at `root` (such as `input`).
+    pub(crate) fn into_error(self, root: &str) -> KeyError {
+        let mut path = root.to_owned();
+        for step in self.trail.iter().rev() {
+            match step {
+                Step::Index(i) => path.push_str(&format!("[{i}]")),
+                Step::Member(name) if is_identifier(name) => {
+                    path.push('.');
+                    path.push_str(name);
+                }
+                Step::Member(name) => {
+                    let mut quoted = Vec::new();
+                    text::write_str(name, &mut quoted);
+                    path.push('[');
+                    path.push_str(&String::from_utf8_lossy(&quoted));
+                    path.push(']');
+                }
+            }
+        }
+        self.problem.into_error(&path)
+    }
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+/// Where a key lives: tool/action name, tenant, run.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyScope<'a> {
+    /// The tool or action name, so two tools never share a key.
+    pub scope: &'a str,
+    /// The tenant; `None` is distinct from `Some("")`.
+    pub tenant: Option<&'a str>,
+    /// The run; a new run is a new key.
+    pub run: Option<&'a str>,
+}
+
+impl<'a> KeyScope<'a> {
+    /// A scope with no tenant and no run.
+    pub fn new(scope: &'a str) -> Self {
+        KeyScope {
+            scope,
+            tenant: None,
+            run: None,
+        }
+    }
+}
+
+/// What the key is derived from.
+#[derive(Debug, Clone, Copy)]
+pub enum KeyInput<'a> {
+    /// JSON text (what a model, Java or C sends); numbers are taken exactly.
+    Json(&'a str),
+    /// A value built by a Rust caller; an `f64` inside stands for its shortest round-trip decimal.
+    Value(&'a serde_json::Value),
+    /// An already parsed value.
+    Canonical(&'a CanonicalValue),
+    /// `EXPLICIT` strategy: the key the call site supplies (`key_arguments` do not apply).
+    Explicit(&'a str),
+}
+
+/// A key: the 32-byte SHA-256 of the canonical material. `Display`, `Debug` and
+/// [`Key::hex`] show 64 lowercase hex characters; `FromStr` reads 64 hex characters in
+/// either case.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key([u8; 32]);
+
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+impl Key {
+    /// A key from its 32 digest bytes (as a store may keep it).
+    pub const fn from_bytes(bytes: [u8; 32]) -> Key {
+        Key(bytes)
+    }
+
+    /// The 32 digest bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The 64 lowercase hex characters.
+    pub fn hex(&self) -> String {
+        let mut out = [0u8; 64];
+        self.write_hex(&mut out);
+        out.iter().map(|&b| b as char).collect()
+    }
+
+    /// Writes the 64 lowercase hex characters (ASCII) without allocating.
+    pub fn write_hex(&self, out: &mut [u8; 64]) {
+        for (pair, byte) in out.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = HEX_DIGITS[usize::from(byte >> 4)];
+            pair[1] = HEX_DIGITS[usize::from(byte & 0xF)];
+        }
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = [0u8; 64];
+        self.write_hex(&mut out);
+        f.pad(std::str::from_utf8(&out).map_err(|_| fmt::Error)?)
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({self})")
+    }
+}
+
+impl FromStr for Key {
+    type Err = KeyError;
+
+    fn from_str(s: &str) -> Result<Key, KeyError> {
+        if s.len() != 64 {
+            return Err(KeyError::MalformedKey {
+                detail: format!("got {} characters", s.chars().count()),
+            });
+        }
+        let mut bytes = [0u8; 32];
+        for (i, pair) in s.as_bytes().chunks_exact(2).enumerate() {
+            let nibble = |j: usize| {
+                (pair[j] as char).to_digit(16).ok_or_else(|| KeyError::MalformedKey {
+                    detail: format!("position {} is not a hex digit", 2 * i + j + 1),
+                })
+            };
+            bytes[i] = (nibble(0)? << 4 | nibble(1)?) as u8;
+        }
+        Ok(Key(bytes))
+    }
+}
+
+/// Derives the key of `input` in `scope` (SPEC §2): the SHA-256 of
+/// [`canonical_material`], streamed into the hasher without building the text.
+///
+/// With a non-empty `key_arguments` the input must be an object and only those members
+/// count; a named member that is absent is an error (one set to `null` is present).
+pub fn derive_key(
+    scope: &KeyScope<'_>,
+    input: KeyInput<'_>,
+    key_arguments: &[String],
+) -> Result<Key, KeyError> {
+    let mut sink = HashSink::new();
+    write_material(scope, input, key_arguments, &mut sink)?;
+    Ok(Key(sink.finish()))
+}
+
+/// The canonical material text whose SHA-256 is the key; byte for byte what
+/// [`derive_key`] hashes.
+pub fn canonical_material(
+    scope: &KeyScope<'_>,
+    input: KeyInput<'_>,
+    key_arguments: &[String],
+) -> Result<String, KeyError> {
+    let mut out = Vec::with_capacity(128);
+    write_material(scope, input, key_arguments, &mut out)?;
+    // The writer only emits whole UTF-8 sequences taken from `str`s, plus ASCII.
+    Ok(String::from_utf8(out).expect("canonical material is UTF-8"))
+}
+
+/// Whether `s` is empty or only Unicode White_Space: U+0009–000D, U+0020, U+0085, U+00A0,
+/// U+1680, U+2000–200A, U+2028, U+2029, U+202F, U+205F, U+3000 (SPEC §1).
+pub fn is_blank(s: &str) -> bool {
+    s.chars().all(|c| {
+        matches!(
+            c,
+            '\u{9}'..='\u{d}'
+                | ' '
+                | '\u{85}'
+                | '\u{a0}'
+                | '\u{1680}'
+                | '\u{2000}'..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+        )
+    })
+}
+
+fn write_optional<S: Sink>(s: Option<&str>, out: &mut S) {
+    match s {
+        Some(s) => write_nfc_str(s, out),
+        None => out.put(b"null"),
+    }
+}
+
+/// Writes `["idemkit/v1",tenant,run,scope,tag,data]` in canonical form.
+fn write_material<S: Sink>(
+    scope: &KeyScope<'_>,
+    input: KeyInput<'_>,
+    key_arguments: &[String],
+    out: &mut S,
+) -> Result<(), KeyError> {
+    // Parse JSON text before writing anything: the tree borrows from the text.
+    let tree = match input {
+        KeyInput::Json(json) => Some(parse::parse(json).map_err(|f| f.into_error("input"))?),
+        KeyInput::Explicit(key) if is_blank(key) => return Err(KeyError::BlankExplicitKey),
+        _ => None,
+    };
+    out.put(b"[\"");
+    out.put(KEY_SPEC_VERSION.as_bytes());
+    out.put(b"\",");
+    write_optional(scope.tenant, out);
+    out.put(b",");
+    write_optional(scope.run, out);
+    out.put(b",");
+    write_nfc_str(scope.scope, out);
+    match input {
+        KeyInput::Explicit(key) => {
+            out.put(b",\"explicit\",");
+            write_nfc_str(key, out);
+        }
+        KeyInput::Json(_) => {
+            out.put(b",\"input\",");
+            let tree = tree.as_ref().expect("JSON input was parsed above");
+            write_tree_data(tree, key_arguments, out)?;
+        }
+        KeyInput::Value(v) => {
+            out.put(b",\"input\",");
+            write_json_data(v, key_arguments, out)?;
+        }
+        KeyInput::Canonical(v) => {
+            out.put(b",\"input\",");
+            write_canonical_data(v, key_arguments, out)?;
+        }
+    }
+    out.put(b"]");
+    Ok(())
+}
+
+/// The positions in `members` (sorted by NFC name) of the members `key_arguments` name.
+fn select<T>(
+    members: &[T],
+    name_of: impl Fn(&T) -> &str,
+    key_arguments: &[String],
+) -> Result<Vec<usize>, KeyError> {
+    let mut picked = Vec::with_capacity(key_arguments.len());
+    for argument in key_arguments {
+        let wanted = nfc(argument);
+        match members.binary_search_by(|m| cmp_utf16(name_of(m), &wanted)) {
+            Ok(i) => picked.push(i),
+            Err(_) => {
+                return Err(KeyError::MissingKeyArgument {
+                    name: wanted.into_owned(),
+                })
+            }
+        }
+    }
+    picked.sort_unstable();
+    picked.dedup();
+    Ok(picked)
+}
+
+fn write_tree_data<S: Sink>(
+    tree: &Node<'_>,
+    key_arguments: &[String],
+    out: &mut S,
+) -> Result<(), KeyError> {
+    if key_arguments.is_empty() {
+        parse::write_node(tree, out);
+        return Ok(());
+    }
+    let Node::Object(members) = tree else {
+        let found = match tree {
+            Node::Null => "null",
+            Node::Bool(_) => "a boolean",
+            Node::Number(_) => "a number",
+            Node::String(_) => "a string",
+            _ => "an array",
+        };
+        return Err(KeyError::KeyArgumentsNeedObject {
+            found: found.to_owned(),
+        });
+    };
+    let picked = select(members, |m| &m.name, key_arguments)?;
+    parse::write_members(picked.into_iter().map(|i| &members[i]), out);
+    Ok(())
+}
+
+fn write_json_data<S: Sink>(
+    v: &serde_json::Value,
+    key_arguments: &[String],
+    out: &mut S,
+) -> Result<(), KeyError> {
+    use serde_json::Value;
+    let at_input = |f: Box<Failure>| f.into_error("input");
+    if key_arguments.is_empty() {
+        return value::write_json_value(v, 0, out).map_err(at_input);
+    }
+    let Value::Object(map) = v else {
+        let found = match v {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            _ => "an array",
+        };
+        return Err(KeyError::KeyArgumentsNeedObject {
+            found: found.to_owned(),
+        });
+    };
+    let members = value::sorted_json_members(map).map_err(at_input)?;
+    let picked = select(&members, |m| &m.0, key_arguments)?;
+    let chosen = picked
+        .into_iter()
+        .map(|i| (members[i].0.as_ref(), members[i].1));
+    value::write_json_members(chosen, 1, out).map_err(at_input)
+}
+
+fn write_canonical_data<S: Sink>(
+    v: &CanonicalValue,
+    key_arguments: &[String],
+    out: &mut S,
+) -> Result<(), KeyError> {
+    let written = if key_arguments.is_empty() {
+        value::write_canonical(v, 0, out)
+    } else {
+        let CanonicalValue::Object(object) = v else {
+            return Err(KeyError::KeyArgumentsNeedObject {
+                found: v.kind().to_owned(),
+            });
+        };
+        let members: Vec<(&str, &CanonicalValue)> = object.iter().collect();
+        let picked = select(&members, |m| m.0, key_arguments)?;
+        value::write_canonical_members(picked.into_iter().map(|i| members[i]), 1, out)
+    };
+    written.map_err(|f| f.into_error("input"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,68 @@
+//! Where canonical bytes go: a growing buffer (to show the material) or a buffered SHA-256 (to make the key).
+
+use sha2::{Digest, Sha256};
+
+/// Receives canonical bytes; one writer feeds every sink, so material and key always agree.
+pub(super) trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+const HASH_BUFFER: usize = 512;
+
+/// Streams bytes into SHA-256 through a stack buffer, so the many small writes of the
+/// canonical writer turn into a few block-sized hasher updates.
+pub(super) struct HashSink {
+    hasher: Sha256,
+    buf: [u8; HASH_BUFFER],
+    len: usize,
+}
+
+impl HashSink {
+    pub(super) fn new() -> Self {
+        HashSink {
+            hasher: Sha256::new(),
+            buf: [0; HASH_BUFFER],
+            len: 0,
+        }
+    }
+
+    pub(super) fn finish(mut self) -> [u8; 32] {
+        self.hasher.update(&self.buf[..self.len]);
+        self.hasher.finalize().into()
+    }
+
+    #[cold]
+    fn spill(&mut self, bytes: &[u8]) {
+        // Top the buffer up so the hasher always sees whole blocks.
+        let (head, mut rest) = bytes.split_at(HASH_BUFFER - self.len);
+        self.buf[self.len..].copy_from_slice(head);
+        self.hasher.update(self.buf);
+        if rest.len() >= HASH_BUFFER {
+            let whole = rest.len() - rest.len() % 64;
+            self.hasher.update(&rest[..whole]);
+            rest = &rest[whole..];
+        }
+        self.buf[..rest.len()].copy_from_slice(rest);
+        self.len = rest.len();
+    }
+}
+
+impl Sink for HashSink {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        if end <= HASH_BUFFER {
+            self.buf[self.len..end].copy_from_slice(bytes);
+            self.len = end;
+        } else {
+            self.spill(bytes);
+        }
+    }
+}

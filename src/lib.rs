@@ -1,0 +1,58 @@
+//! idemkit makes a side-effecting call safe to retry.
+//!
+//! A retry repeats a call; when the call sends an email, opens an issue or charges a card, the
+//! repeat must not do it again. idemkit derives a canonical key from the call's input (or takes
+//! one the caller supplies), claims it atomically in a store, runs the body at most once per key
+//! while its record is kept, and answers every repeat with the remembered outcome or a typed
+//! error — never a second effect.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use idemkit::{CallContext, Executor, KeyInput, MemoryStore, Policy, Tool};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let executor = Executor::new(Arc::new(MemoryStore::new()));
+//! let send_email = Tool::new("send_email", Policy::default())?;
+//! let context = CallContext::new().tenant("acme");
+//! let input = r#"{"to":"ana@example.com","subject":"Your booking"}"#;
+//!
+//! let mut sent = 0;
+//! for _retry in 0..3 {
+//!     let message_id: String = executor
+//!         .call(&send_email, &context, KeyInput::Json(input), |_call| async {
+//!             sent += 1; // the side effect
+//!             Ok::<_, std::io::Error>("msg-1".to_string())
+//!         })
+//!         .await?;
+//!     assert_eq!(message_id, "msg-1");
+//! }
+//! assert_eq!(sent, 1);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! See `SPEC.md` in the repository for the full contract: key derivation (§2), the claim
+//! protocol (§3) and the stores (§4).
+
+pub mod error;
+pub mod events;
+pub mod executor;
+pub mod key;
+pub mod policy;
+pub mod record;
+pub mod store;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use error::{Error, ErrorKind, StoreError};
+pub use events::{Event, EventKind, Events, Listener};
+pub use executor::{Attempt, CallContext, CallError, CallInfo, Executor, Recording, Step};
+pub use key::{derive_key, CanonicalValue, Key, KeyError, KeyInput, KeyScope};
+pub use policy::{KeyStrategy, Policy, RetryBehavior, Tool};
+pub use record::{Failure, Outcome, Record, RecordState, Status, Token};
+pub use store::{ManualClock, MemoryStore, Store};
+
+/// The library's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,444 @@
+//! The in-memory store: the default, sharded, with notification for waiters and an injectable clock.
+
+use std::collections::HashMap;
+use std::pin::pin;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use tokio::sync::Notify;
+
+use super::{
+    ClaimReply, ClaimRequest, Claim, Completion, ListFilter, Page, RecordId, Resolution, Resolved,
+    Store, DEFAULT_MAX_OUTCOME_BYTES,
+};
+use crate::error::StoreError;
+use crate::key::Key;
+use crate::record::{Outcome, Record, RecordState, Token, RECORD_FORMAT};
+
+/// The store's clock: milliseconds since the Unix epoch.
+pub trait Clock: Send + Sync + 'static {
+    fn now_ms(&self) -> i64;
+}
+
+/// The system's wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)
+    }
+}
+
+/// A clock that moves only when told to: for tests of TTL expiry and leases.
+#[derive(Debug, Clone, Default)]
+pub struct ManualClock(Arc<AtomicI64>);
+
+impl ManualClock {
+    /// A clock reading `start_ms`.
+    pub fn new(start_ms: i64) -> ManualClock {
+        ManualClock(Arc::new(AtomicI64::new(start_ms)))
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, by: Duration) {
+        self.0.fetch_add(by.as_millis() as i64, Ordering::SeqCst);
+    }
+
+    pub fn set(&self, now_ms: i64) {
+        self.0.store(now_ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+const SHARDS: usize = 64;
+
+struct Entry {
+    record: Record,
+    /// Present while somebody waits for this in-progress record to change.
+    waiters: Option<Arc<Notify>>,
+}
+
+impl Entry {
+    fn wake(&mut self) {
+        if let Some(n) = self.waiters.take() {
+            n.notify_waiters();
+        }
+    }
+}
+
+#[derive(Default)]
+struct Shard {
+    /// Keys are SHA-256 digests that include the tenant, so a key almost always has one entry;
+    /// the vector keeps records of different tenants apart all the same.
+    map: HashMap<Key, Vec<Entry>>,
+    len: usize,
+    sweep_at: usize,
+}
+
+impl Shard {
+    fn find(&mut self, id: RecordId<'_>) -> Option<&mut Entry> {
+        self.map
+            .get_mut(id.key)?
+            .iter_mut()
+            .find(|e| e.record.tenant.as_deref() == id.tenant)
+    }
+
+    /// The live entry for `id`; an expired one is removed first.
+    fn live(&mut self, id: RecordId<'_>, now: i64) -> Option<&mut Entry> {
+        if self.find(id).is_some_and(|e| e.record.is_expired(now)) {
+            self.remove(id);
+        }
+        self.find(id)
+    }
+
+    fn remove(&mut self, id: RecordId<'_>) -> Option<Entry> {
+        let entries = self.map.get_mut(id.key)?;
+        let at = entries
+            .iter()
+            .position(|e| e.record.tenant.as_deref() == id.tenant)?;
+        let mut entry = entries.swap_remove(at);
+        if entries.is_empty() {
+            self.map.remove(id.key);
+        }
+        self.len -= 1;
+        entry.wake();
+        Some(entry)
+    }
+
+    fn insert(&mut self, key: Key, record: Record, now: i64) {
+        self.map.entry(key).or_default().push(Entry {
+            record,
+            waiters: None,
+        });
+        self.len += 1;
+        if self.len >= self.sweep_at {
+            self.purge(now);
+            self.sweep_at = (self.len * 2).max(1024);
+        }
+    }
+
+    /// Removes expired entries matching `pred`; answers how many.
+    fn retain(&mut self, mut keep: impl FnMut(&Record) -> bool) -> u64 {
+        let mut removed = 0u64;
+        self.map.retain(|_, entries| {
+            entries.retain_mut(|e| {
+                let k = keep(&e.record);
+                if !k {
+                    e.wake();
+                    removed += 1;
+                }
+                k
+            });
+            !entries.is_empty()
+        });
+        self.len -= removed as usize;
+        removed
+    }
+
+    fn purge(&mut self, now: i64) -> u64 {
+        self.retain(|r| !r.is_expired(now))
+    }
+}
+
+/// The in-memory store: records live in this process only.
+///
+/// Sharded 64 ways by key (no global lock on the hot path); expired records are invisible at
+/// once and swept lazily as shards grow (or by [`Store::purge_expired`]); waiters are woken by
+/// notification when an outcome lands or a claim is released.
+pub struct MemoryStore {
+    shards: Box<[Mutex<Shard>]>,
+    clock: Arc<dyn Clock>,
+    max_outcome_bytes: usize,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new()
+    }
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore").finish_non_exhaustive()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store on the system clock.
+    pub fn new() -> MemoryStore {
+        MemoryStore::with_clock(Arc::new(SystemClock))
+    }
+
+    /// An empty store reading `clock` (e.g. a [`ManualClock`] in tests).
+    pub fn with_clock(clock: Arc<dyn Clock>) -> MemoryStore {
+        MemoryStore {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            clock,
+            max_outcome_bytes: DEFAULT_MAX_OUTCOME_BYTES,
+        }
+    }
+
+    /// Sets the largest success result kept (default 1 MiB).
+    pub fn with_max_outcome_bytes(mut self, bytes: usize) -> MemoryStore {
+        self.max_outcome_bytes = bytes;
+        self
+    }
+
+    /// How many records (live or expired but not yet swept) the store holds.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| lock(s).len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn shard(&self, key: &Key) -> MutexGuard<'_, Shard> {
+        lock(&self.shards[key.as_bytes()[0] as usize % SHARDS])
+    }
+
+    fn new_record(&self, request: &ClaimRequest<'_>, now: i64) -> Record {
+        let lease_end = now.saturating_add(request.lease_ms as i64);
+        Record {
+            format: RECORD_FORMAT,
+            key: request.id.key.hex(),
+            tenant: request.id.tenant.map(str::to_owned),
+            scope: request.scope.to_owned(),
+            state: RecordState::InProgress,
+            token: request.token,
+            claimed_at: now,
+            lease_end,
+            ttl_ms: request.ttl_ms as i64,
+            expires_at: lease_end.saturating_add(request.ttl_ms as i64),
+            outcome: None,
+        }
+    }
+}
+
+fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
+    // A panic while a shard was locked cannot leave a record half-written (every update is one
+    // assignment), so a poisoned lock is still safe to use.
+    shard.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn claim(&self, request: &ClaimRequest<'_>) -> Result<ClaimReply, StoreError> {
+        let now = self.clock.now_ms();
+        let mut shard = self.shard(request.id.key);
+        let claim = match shard.live(request.id, now) {
+            None => {
+                let record = self.new_record(request, now);
+                let lease_end = record.lease_end;
+                shard.insert(*request.id.key, record, now);
+                Claim::Acquired { lease_end }
+            }
+            Some(entry) => {
+                let record = &entry.record;
+                let retry = request.retry_failure
+                    && record.state == RecordState::Completed
+                    && matches!(record.outcome, Some(Outcome::Failure(_)));
+                if record.state == RecordState::InProgress && record.token == request.token {
+                    Claim::Acquired {
+                        lease_end: record.lease_end,
+                    }
+                } else if retry {
+                    entry.record = self.new_record(request, now);
+                    Claim::Acquired {
+                        lease_end: entry.record.lease_end,
+                    }
+                } else {
+                    match record.state {
+                        RecordState::Completed => Claim::Completed(record.clone()),
+                        RecordState::InProgress if now < record.lease_end => {
+                            Claim::InProgress(record.clone())
+                        }
+                        RecordState::InProgress => Claim::Abandoned(record.clone()),
+                    }
+                }
+            }
+        };
+        Ok(ClaimReply { now_ms: now, claim })
+    }
+
+    async fn complete(
+        &self,
+        id: RecordId<'_>,
+        token: Token,
+        outcome: &Outcome,
+        ttl_ms: u64,
+    ) -> Result<Completion, StoreError> {
+        let now = self.clock.now_ms();
+        let mut shard = self.shard(id.key);
+        let Some(entry) = shard.live(id, now) else {
+            return Ok(Completion::NotOwner(None));
+        };
+        if entry.record.token != token {
+            return Ok(Completion::NotOwner(Some(entry.record.clone())));
+        }
+        if entry.record.state == RecordState::InProgress {
+            entry.record.state = RecordState::Completed;
+            entry.record.outcome = Some(outcome.clone());
+            entry.record.ttl_ms = ttl_ms as i64;
+            entry.record.expires_at = now.saturating_add(ttl_ms as i64);
+            entry.wake();
+        }
+        Ok(Completion::Recorded)
+    }
+
+    async fn release(&self, id: RecordId<'_>, token: Token) -> Result<bool, StoreError> {
+        let now = self.clock.now_ms();
+        let mut shard = self.shard(id.key);
+        let owned = shard.live(id, now).is_some_and(|e| {
+            e.record.token == token && e.record.state == RecordState::InProgress
+        });
+        if owned {
+            shard.remove(id);
+        }
+        Ok(owned)
+    }
+
+    async fn get(&self, id: RecordId<'_>) -> Result<(Option<Record>, i64), StoreError> {
+        let now = self.clock.now_ms();
+        let mut shard = self.shard(id.key);
+        Ok((shard.live(id, now).map(|e| e.record.clone()), now))
+    }
+
+    async fn list(&self, filter: &ListFilter, cursor: Option<&str>) -> Result<Page, StoreError> {
+        let now = self.clock.now_ms();
+        let offset: usize = match cursor {
+            None => 0,
+            Some(c) => c.parse().map_err(|_| {
+                StoreError::Configuration(format!("bad list cursor {c:?} for the memory store"))
+            })?,
+        };
+        let mut records: Vec<Record> = Vec::new();
+        for shard in self.shards.iter() {
+            let shard = lock(shard);
+            records.extend(
+                shard
+                    .map
+                    .values()
+                    .flatten()
+                    .map(|e| &e.record)
+                    .filter(|r| !r.is_expired(now) && filter.matches(r, now))
+                    .cloned(),
+            );
+        }
+        records.sort_by(|a, b| b.claimed_at.cmp(&a.claimed_at).then(a.key.cmp(&b.key)));
+        let limit = if filter.limit == 0 { 1000 } else { filter.limit };
+        let total = records.len();
+        let page: Vec<Record> = records.into_iter().skip(offset).take(limit).collect();
+        let next = offset + page.len();
+        Ok(Page {
+            records: page,
+            next_cursor: (next < total).then(|| next.to_string()),
+            now_ms: now,
+        })
+    }
+
+    async fn resolve(
+        &self,
+        id: RecordId<'_>,
+        expected: Token,
+        resolution: &Resolution,
+    ) -> Result<Resolved, StoreError> {
+        let now = self.clock.now_ms();
+        let mut shard = self.shard(id.key);
+        let Some(entry) = shard.live(id, now) else {
+            return Ok(Resolved::NotFound);
+        };
+        if entry.record.state == RecordState::Completed {
+            return Ok(Resolved::AlreadyCompleted(entry.record.clone()));
+        }
+        if entry.record.token != expected {
+            return Ok(Resolved::TokenMismatch(entry.record.clone()));
+        }
+        match resolution {
+            Resolution::Release => {
+                shard.remove(id);
+            }
+            Resolution::Complete { outcome, ttl_ms } => {
+                entry.record.state = RecordState::Completed;
+                entry.record.outcome = Some(outcome.clone());
+                entry.record.ttl_ms = *ttl_ms as i64;
+                entry.record.expires_at = now.saturating_add(*ttl_ms as i64);
+                entry.wake();
+            }
+        }
+        Ok(Resolved::Done)
+    }
+
+    async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
+        let mut removed = 0;
+        for shard in self.shards.iter() {
+            removed += lock(shard).retain(|r| r.tenant.as_deref() != tenant);
+        }
+        Ok(removed)
+    }
+
+    async fn purge_expired(&self) -> Result<u64, StoreError> {
+        let now = self.clock.now_ms();
+        let mut removed = 0;
+        for shard in self.shards.iter() {
+            removed += lock(shard).purge(now);
+        }
+        Ok(removed)
+    }
+
+    async fn wait_for_change(
+        &self,
+        id: RecordId<'_>,
+        holder: Token,
+        until: Instant,
+        _attempt: u32,
+    ) -> Result<(), StoreError> {
+        let still_held = |shard: &mut Shard| {
+            let now = self.clock.now_ms();
+            shard.live(id, now).is_some_and(|e| {
+                e.record.token == holder && e.record.state == RecordState::InProgress
+            })
+        };
+        let notify = {
+            let mut shard = self.shard(id.key);
+            if !still_held(&mut shard) {
+                return Ok(());
+            }
+            let entry = shard.find(id).expect("checked above");
+            entry
+                .waiters
+                .get_or_insert_with(|| Arc::new(Notify::new()))
+                .clone()
+        };
+        let mut notified = pin!(notify.notified());
+        notified.as_mut().enable();
+        // The record may have changed between taking the handle and enabling it.
+        {
+            let mut shard = self.shard(id.key);
+            if !still_held(&mut shard) {
+                return Ok(());
+            }
+        }
+        let _ = tokio::time::timeout_at(until.into(), notified).await;
+        Ok(())
+    }
+
+    fn max_outcome_bytes(&self) -> usize {
+        self.max_outcome_bytes
+    }
+
+    fn describe(&self) -> String {
+        "memory".to_owned()
+    }
+}
