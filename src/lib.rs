@@ -41,6 +41,7 @@ pub mod executor;
 pub mod key;
 pub mod policy;
 pub mod record;
+pub mod runtime;
 pub mod store;
 
 #[cfg(feature = "testing")]

@@ -220,3 +220,73 @@ mod tests {
         assert!(late >= Duration::from_millis(150) && late <= Duration::from_millis(250));
     }
 }
+
+/// How to open a store by URL (see [`open`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Redis: the key prefix (default `idemkit:`).
+    pub key_prefix: Option<String>,
+    /// PostgreSQL: the table name, validated as an SQL identifier (default `idemkit_records`).
+    pub table: Option<String>,
+    /// Redis: open even if the server's `maxmemory-policy` may evict keys (breaks the guarantee).
+    pub allow_evicting: bool,
+    /// The largest success result kept (default 1 MiB).
+    pub max_outcome_bytes: Option<usize>,
+}
+
+/// Opens a store by URL: `memory:` (a new in-memory store), `redis://`/`rediss://` (feature
+/// `redis`), `postgres://`/`postgresql://` (feature `postgres`). Must be called inside a tokio
+/// runtime. Errors name the URL without its password.
+pub async fn open(url: &str, options: &StoreOptions) -> Result<std::sync::Arc<dyn Store>, crate::Error> {
+    let scheme = url.split(':').next().unwrap_or("").to_ascii_lowercase();
+    match scheme.as_str() {
+        "memory" => {
+            let mut store = MemoryStore::new();
+            if let Some(max) = options.max_outcome_bytes {
+                store = store.with_max_outcome_bytes(max);
+            }
+            Ok(std::sync::Arc::new(store))
+        }
+        _ => Err(crate::Error::Configuration(format!(
+            "cannot open store {}: unknown or disabled scheme `{scheme}`; use memory:, redis://, rediss://, postgres:// or postgresql:// (Redis and PostgreSQL need the cargo features `redis` and `postgres`)",
+            redact_url(url)
+        ))),
+    }
+}
+
+/// The URL with any password replaced by `***`, for messages.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    match authority.rfind('@') {
+        Some(at) => {
+            let userinfo = &authority[..at];
+            let user = match userinfo.find(':') {
+                Some(colon) => format!("{}:***", &userinfo[..colon]),
+                None => userinfo.to_owned(),
+            };
+            format!("{}{}{}", &url[..scheme_end + 3], user, &rest[at..])
+        }
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::redact_url;
+
+    #[test]
+    fn passwords_are_redacted_from_urls() {
+        assert_eq!(redact_url("redis://:s3cret@127.0.0.1:6379/0"), "redis://:***@127.0.0.1:6379/0");
+        assert_eq!(
+            redact_url("postgres://app:pw@localhost/db?sslmode=disable"),
+            "postgres://app:***@localhost/db?sslmode=disable"
+        );
+        assert_eq!(redact_url("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(redact_url("memory:"), "memory:");
+    }
+}
