@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Starts, stops and describes the Redis and PostgreSQL servers the store tests and benchmarks use.
+#
+#   scripts/services.sh start   install redis-server/postgresql if missing, start both, wait, print URLs
+#   scripts/services.sh stop    stop what `start` started (and nothing else)
+#   scripts/services.sh env     print `export IDEMKIT_REDIS_URL=...` lines, for `eval "$(...)"`
+#   scripts/services.sh status  say whether each server answers
+#
+# Both servers keep their data under <repo>/.idemkit-run/ and listen on 127.0.0.1 only, on ports
+# that do not clash with a system server: Redis on 6390, PostgreSQL on 5440.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RUN="${IDEMKIT_RUN_DIR:-$REPO/.idemkit-run}"
+REDIS_PORT="${IDEMKIT_REDIS_PORT:-6390}"
+PG_PORT="${IDEMKIT_PG_PORT:-5440}"
+PG_DB=idemkit_test
+REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+POSTGRES_URL="postgres://postgres@127.0.0.1:$PG_PORT/$PG_DB"
+
+log() { echo "services: $*" >&2; }
+
+pg_bindir() {
+    local dir
+    for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+        if [[ -x "$dir/postgres" && -x "$dir/initdb" ]]; then
+            echo "$dir"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# Installs Debian's packages for whatever binary is missing; never starts the system's own servers.
+install_missing() {
+    local packages=()
+    command -v redis-server >/dev/null 2>&1 || packages+=(redis-server)
+    command -v redis-cli >/dev/null 2>&1 || packages+=(redis-tools)
+    pg_bindir >/dev/null 2>&1 || packages+=(postgresql)
+    command -v pg_isready >/dev/null 2>&1 || packages+=(postgresql-client)
+    command -v pgbench >/dev/null 2>&1 || packages+=(postgresql-client)
+    if ((${#packages[@]} == 0)); then
+        return 0
+    fi
+    if [[ $(id -u) -ne 0 ]]; then
+        log "missing ${packages[*]}; install them (apt-get install ${packages[*]}) or run as root"
+        exit 1
+    fi
+    log "installing ${packages[*]} with apt-get"
+    # Keep the packages' maintainer scripts from starting system-wide servers on the default ports.
+    local policy=/usr/sbin/policy-rc.d made_policy=0
+    if [[ ! -e $policy ]]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy"
+        chmod 755 "$policy"
+        made_policy=1
+    fi
+    local status=0
+    {
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}"
+    } >&2 || status=$?
+    if ((made_policy)); then
+        rm -f "$policy"
+    fi
+    if ((status != 0)); then
+        log "apt-get failed ($status)"
+        exit "$status"
+    fi
+}
+
+redis_up() {
+    redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG
+}
+
+pg_up() {
+    pg_isready -q -h 127.0.0.1 -p "$PG_PORT" -d "$PG_DB" -U postgres 2>/dev/null
+}
+
+wait_for() {
+    local what=$1 check=$2 i
+    for ((i = 0; i < 150; i++)); do
+        if "$check"; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    log "$what did not answer within 30 s"
+    return 1
+}
+
+start_redis() {
+    if redis_up; then
+        log "redis already answers on 127.0.0.1:$REDIS_PORT"
+        return 0
+    fi
+    mkdir -p "$RUN/redis"
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 \
+        --daemonize yes --pidfile "$RUN/redis.pid" \
+        --dir "$RUN/redis" --logfile "$RUN/redis.log" \
+        --maxmemory-policy noeviction --save '' --appendonly no
+    wait_for "redis on port $REDIS_PORT" redis_up
+}
+
+start_postgres() {
+    local bin data="$RUN/postgres" sock="$RUN/pgsock"
+    bin="$(pg_bindir)"
+    if ! pg_up; then
+        mkdir -p "$RUN" "$sock"
+        chown postgres: "$sock"
+        if [[ ! -s $data/PG_VERSION ]]; then
+            mkdir -p "$data"
+            chown postgres: "$data"
+            chmod 700 "$data"
+            log "initdb $data"
+            runuser -u postgres -- "$bin/initdb" -D "$data" -U postgres --auth=trust \
+                -E UTF8 --locale=C.UTF-8 >"$RUN/initdb.log" 2>&1 ||
+                runuser -u postgres -- "$bin/initdb" -D "$data" -U postgres --auth=trust \
+                    -E UTF8 --locale=C >"$RUN/initdb.log" 2>&1
+            cat >>"$data/postgresql.conf" <<EOF
+# idemkit test server (scripts/services.sh)
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$sock'
+max_connections = 200
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = all
+EOF
+        fi
+        touch "$RUN/postgres.log"
+        chown postgres: "$RUN/postgres.log"
+        runuser -u postgres -- "$bin/pg_ctl" -D "$data" -l "$RUN/postgres.log" -w -t 60 start >&2
+        wait_for "postgresql on port $PG_PORT" pg_up_any
+    else
+        log "postgresql already answers on 127.0.0.1:$PG_PORT"
+    fi
+    if ! psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -Atqc \
+        "SELECT 1 FROM pg_database WHERE datname = '$PG_DB'" | grep -q 1; then
+        psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -qc "CREATE DATABASE $PG_DB" >&2
+    fi
+    psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$PG_DB" -qc \
+        "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >&2 2>/dev/null ||
+        log "pg_stat_statements is not available; the benchmark counts transactions instead"
+    wait_for "database $PG_DB" pg_up
+}
+
+pg_up_any() {
+    pg_isready -q -h 127.0.0.1 -p "$PG_PORT" -U postgres 2>/dev/null
+}
+
+stop_redis() {
+    local pidfile="$RUN/redis.pid"
+    if [[ -s $pidfile ]]; then
+        local pid
+        pid="$(cat "$pidfile")"
+        if kill -0 "$pid" 2>/dev/null && grep -q redis "/proc/$pid/cmdline" 2>/dev/null; then
+            log "stopping redis (pid $pid)"
+            kill "$pid"
+            for _ in $(seq 1 100); do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+            done
+        fi
+        rm -f "$pidfile"
+    else
+        log "no redis started by this script"
+    fi
+}
+
+stop_postgres() {
+    local data="$RUN/postgres" bin
+    if [[ -s $data/postmaster.pid ]]; then
+        bin="$(pg_bindir)"
+        log "stopping postgresql ($data)"
+        runuser -u postgres -- "$bin/pg_ctl" -D "$data" -m fast -w stop >&2 || true
+    else
+        log "no postgresql started by this script"
+    fi
+}
+
+print_env() {
+    echo "export IDEMKIT_REDIS_URL=$REDIS_URL"
+    echo "export IDEMKIT_POSTGRES_URL=$POSTGRES_URL"
+}
+
+case "${1:-}" in
+start)
+    install_missing
+    mkdir -p "$RUN"
+    start_redis
+    start_postgres
+    log "redis:      $REDIS_URL"
+    log "postgresql: $POSTGRES_URL"
+    print_env
+    ;;
+stop)
+    stop_redis
+    stop_postgres
+    ;;
+env)
+    print_env
+    ;;
+status)
+    rc=0
+    if redis_up; then echo "redis: up ($REDIS_URL)"; else echo "redis: down"; rc=1; fi
+    if pg_up; then echo "postgresql: up ($POSTGRES_URL)"; else echo "postgresql: down"; rc=1; fi
+    exit $rc
+    ;;
+*)
+    echo "usage: $0 start|stop|env|status" >&2
+    exit 2
+    ;;
+esac
