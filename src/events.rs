@@ -73,10 +73,32 @@ pub struct Event<'a> {
 /// A subscriber to events. Called on the thread that made the call; keep it quick.
 pub type Listener = Arc<dyn Fn(&Event<'_>) + Send + Sync>;
 
+/// Per-kind counters on their own cache lines; threads add to different stripes so that calls
+/// on different keys never contend on a shared counter.
+#[repr(align(128))]
+#[derive(Default)]
+struct Stripe([AtomicU64; 9]);
+
+const STRIPES: usize = 8;
+
+fn stripe_index() -> usize {
+    use std::cell::Cell;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    thread_local! {
+        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    INDEX.with(|i| {
+        if i.get() == usize::MAX {
+            i.set(NEXT.fetch_add(1, Ordering::Relaxed) as usize % STRIPES);
+        }
+        i.get()
+    })
+}
+
 /// Counts every event and forwards it to subscribers.
 #[derive(Default)]
 pub struct Events {
-    counts: [AtomicU64; 9],
+    counts: [Stripe; STRIPES],
     has_listeners: AtomicBool,
     listeners: RwLock<Vec<Listener>>,
 }
@@ -101,7 +123,10 @@ impl Events {
 
     /// How many events of this kind happened.
     pub fn count(&self, kind: EventKind) -> u64 {
-        self.counts[kind as usize].load(Ordering::Relaxed)
+        self.counts
+            .iter()
+            .map(|stripe| stripe.0[kind as usize].load(Ordering::Relaxed))
+            .sum()
     }
 
     /// All counts, by SPEC name.
@@ -113,7 +138,7 @@ impl Events {
     }
 
     pub(crate) fn emit(&self, event: Event<'_>) {
-        self.counts[event.kind as usize].fetch_add(1, Ordering::Relaxed);
+        self.counts[stripe_index()].0[event.kind as usize].fetch_add(1, Ordering::Relaxed);
         if event.kind == EventKind::StoreError || event.kind == EventKind::RecordFailed {
             log::warn!(
                 "idemkit {} on `{}` (key {}): {}",

@@ -5,6 +5,7 @@
 //! [`Executor::succeed`] / [`Executor::fail`] serves the Java and C faces, whose bodies never run
 //! inside a native frame.
 
+use std::borrow::Borrow;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -92,9 +93,13 @@ enum Phase {
 }
 
 /// One logical call going through the protocol: its key, owner token and deadline.
+///
+/// `T` is how the attempt holds its tool: [`Executor::prepare`] gives an owned `Attempt<Tool>`
+/// (to keep across native calls); [`Executor::call`] borrows, so that threads sharing one tool
+/// never contend on its reference count.
 #[derive(Debug, Clone)]
-pub struct Attempt {
-    tool: Tool,
+pub struct Attempt<T: Borrow<Tool> = Tool> {
+    tool: T,
     tenant: Option<String>,
     key: Option<Key>,
     uuid: Option<String>,
@@ -106,9 +111,9 @@ pub struct Attempt {
     phase: Phase,
 }
 
-impl Attempt {
+impl<T: Borrow<Tool>> Attempt<T> {
     pub fn tool(&self) -> &Tool {
-        &self.tool
+        self.tool.borrow()
     }
 
     /// The store key, for `HASH_INPUT` and `EXPLICIT`.
@@ -227,7 +232,7 @@ impl Executor {
         F: FnOnce(CallInfo) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut attempt = self.prepare(tool, context, input)?;
+        let mut attempt = self.prepare_with(tool, context, input)?;
         match self.advance(&mut attempt, None).await? {
             Step::Replay(json) => serde_json::from_str(&json).map_err(|e| {
                 CallError::Idempotency(Error::Internal(format!(
@@ -290,6 +295,16 @@ impl Executor {
         context: &CallContext,
         input: KeyInput<'_>,
     ) -> Result<Attempt, Error> {
+        self.prepare_with(tool.clone(), context, input)
+    }
+
+    fn prepare_with<T: Borrow<Tool>>(
+        &self,
+        holder: T,
+        context: &CallContext,
+        input: KeyInput<'_>,
+    ) -> Result<Attempt<T>, Error> {
+        let tool: &Tool = holder.borrow();
         let started = Instant::now();
         let policy = tool.policy();
         let scope = KeyScope {
@@ -324,14 +339,15 @@ impl Executor {
             KeyStrategy::Uuid => (None, Some(uuid::Uuid::new_v4().to_string()), Phase::Unprotected),
             KeyStrategy::None => (None, None, Phase::Unprotected),
         };
+        let deadline = tool.timeout().map(|t| started + t);
         Ok(Attempt {
-            tool: tool.clone(),
+            tool: holder,
             tenant: context.tenant.clone(),
             key,
             uuid,
             token: Token::random(),
             started,
-            deadline: tool.timeout().map(|t| started + t),
+            deadline,
             waited: false,
             polls: 0,
             phase,
@@ -342,9 +358,9 @@ impl Executor {
     ///
     /// Waiting for another caller's claim ends at the attempt's deadline or, without one, at the
     /// holder's lease end; `budget` bounds how long this one invocation may block.
-    pub async fn advance(
+    pub async fn advance<T: Borrow<Tool>>(
         &self,
-        attempt: &mut Attempt,
+        attempt: &mut Attempt<T>,
         budget: Option<Duration>,
     ) -> Result<Step, Error> {
         match attempt.phase {
@@ -353,7 +369,7 @@ impl Executor {
             Phase::Done => {
                 return Err(Error::Internal(format!(
                     "advance called on a finished call of `{}`",
-                    attempt.tool.name()
+                    attempt.tool().name()
                 )))
             }
             Phase::Claiming => {}
@@ -368,19 +384,20 @@ impl Executor {
         result
     }
 
-    async fn claim_loop(
+    async fn claim_loop<T: Borrow<Tool>>(
         &self,
-        attempt: &mut Attempt,
+        attempt: &mut Attempt<T>,
         step_end: Option<Instant>,
     ) -> Result<Step, Error> {
-        let tool = attempt.tool.clone();
-        let policy = tool.policy();
         let key = attempt.key.expect("claiming needs a key");
+        let tenant = attempt.tenant.clone();
         let id = RecordId {
-            tenant: attempt.tenant.as_deref(),
+            tenant: tenant.as_deref(),
             key: &key,
         };
         loop {
+            let tool = attempt.tool();
+            let policy = tool.policy();
             let request = ClaimRequest {
                 id,
                 scope: tool.name(),
@@ -465,10 +482,10 @@ impl Executor {
         }
     }
 
-    fn remembered(&self, attempt: &Attempt, record: Record) -> Result<Step, Error> {
-        let tool = attempt.tool.name();
+    fn remembered<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, record: Record) -> Result<Step, Error> {
+        let tool = attempt.tool().name();
         let key = || record.key.clone();
-        let behavior = attempt.tool.policy().on_cache_hit;
+        let behavior = attempt.tool().policy().on_cache_hit;
         if behavior == RetryBehavior::FailFast {
             self.emit(attempt, EventKind::FailedFast, None);
             return Err(Error::FailFast {
@@ -505,7 +522,11 @@ impl Executor {
     ///
     /// Never fails the caller: if the outcome cannot be recorded after retries, the failure is
     /// reported as `record_failed` and the claim is left to become abandoned (never re-run).
-    pub async fn succeed(&self, attempt: &mut Attempt, result_json: &str) -> Recording {
+    pub async fn succeed<T: Borrow<Tool>>(
+        &self,
+        attempt: &mut Attempt<T>,
+        result_json: &str,
+    ) -> Recording {
         if attempt.phase != Phase::Claimed {
             let unprotected = attempt.phase == Phase::Unprotected;
             attempt.phase = Phase::Done;
@@ -535,13 +556,13 @@ impl Executor {
 
     /// Reports a failed body: with `cache_failures` the failure is recorded, otherwise the claim
     /// is released so that a retry runs again. The caller rethrows the body's error either way.
-    pub async fn fail(&self, attempt: &mut Attempt, failure: &Failure) -> Recording {
+    pub async fn fail<T: Borrow<Tool>>(&self, attempt: &mut Attempt<T>, failure: &Failure) -> Recording {
         if attempt.phase != Phase::Claimed {
             attempt.phase = Phase::Done;
             return Recording::Unprotected;
         }
         attempt.phase = Phase::Done;
-        if attempt.tool.policy().cache_failures {
+        if attempt.tool().policy().cache_failures {
             return self.record(attempt, &Outcome::Failure(failure.clone())).await;
         }
         let id = attempt.id().expect("a claimed call has a key");
@@ -559,7 +580,7 @@ impl Executor {
     }
 
     /// Gives up a claimed call without recording anything (the body was never run).
-    pub async fn abandon_unrun(&self, attempt: &mut Attempt) {
+    pub async fn abandon_unrun<T: Borrow<Tool>>(&self, attempt: &mut Attempt<T>) {
         if attempt.phase == Phase::Claimed {
             if let Some(id) = attempt.id() {
                 let _ = self.store.release(id, attempt.token).await;
@@ -568,9 +589,9 @@ impl Executor {
         attempt.phase = Phase::Done;
     }
 
-    async fn record(&self, attempt: &Attempt, outcome: &Outcome) -> Recording {
+    async fn record<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, outcome: &Outcome) -> Recording {
         let id = attempt.id().expect("a claimed call has a key");
-        let ttl_ms = attempt.tool.policy().ttl.as_millis() as u64;
+        let ttl_ms = attempt.tool().policy().ttl.as_millis() as u64;
         let mut last = String::new();
         for round in 0..COMPLETE_TRIES {
             if round > 0 {
@@ -612,17 +633,17 @@ impl Executor {
         }
     }
 
-    fn unavailable(&self, attempt: &Attempt, error: &StoreError) -> Error {
+    fn unavailable<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, error: &StoreError) -> Error {
         Error::StoreUnavailable {
-            tool: attempt.tool.name().to_owned(),
+            tool: attempt.tool().name().to_owned(),
             message: format!("{} ({})", error, self.store.describe()),
         }
     }
 
-    fn emit(&self, attempt: &Attempt, kind: EventKind, detail: Option<&str>) {
+    fn emit<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, kind: EventKind, detail: Option<&str>) {
         self.events.emit(Event {
             kind,
-            tool: attempt.tool.name(),
+            tool: attempt.tool().name(),
             key: attempt.key.as_ref(),
             tenant: attempt.tenant.as_deref(),
             detail,

@@ -17,11 +17,10 @@ pub const RECORD_FORMAT: u32 = 1;
 pub struct Token(pub u128);
 
 impl Token {
-    /// A fresh token from the operating system's random source.
+    /// A fresh token from the thread's cryptographically secure generator (seeded and
+    /// periodically reseeded from the operating system; no system call per token).
     pub fn random() -> Token {
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).expect("the operating system's random source failed");
-        Token(u128::from_le_bytes(bytes))
+        Token(rand::random())
     }
 
     /// 32 lowercase hex digits.
