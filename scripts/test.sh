@@ -57,5 +57,5 @@ if runs:
     totals = re.findall(r"^\[\w+\] Tests run: (\d+), Failures: (\d+), Errors: (\d+), Skipped: (\d+)$", java, re.M)
     for t, f, e, s in totals:
         passed += int(t) - int(f) - int(e) - int(s); failed += int(f) + int(e); skipped += int(s)
-print(f"\nall suites: {passed} passed, {failed} failed, {skipped} skipped")
+print(f"\ntotal: {passed} passed, {failed} failed, {skipped} skipped")
 PY

@@ -35,6 +35,8 @@
 //! See `SPEC.md` in the repository for the full contract: key derivation (§2), the claim
 //! protocol (§3) and the stores (§4).
 
+#[cfg(feature = "capi")]
+pub mod capi;
 pub mod error;
 pub mod events;
 pub mod executor;

@@ -217,25 +217,126 @@ impl fmt::Write for StackText {
     }
 }
 
-/// The decimal text of a native number, produced by std's formatter into a stack buffer.
-///
-/// Rust's `{:e}` for `f64` and `f32` prints the shortest digits that round-trip in that
-/// binary format (closest to the exact value when several are as short), which is what
-/// ECMAScript prints; integers print exactly.
-pub(super) struct NativeText(StackText);
+/// Reads back the text std printed for a native number.
+fn number_from_text(text: &StackText) -> Number {
+    let (d, _) = scan_literal(text.as_bytes(), 0)
+        .expect("std prints finite numbers as valid JSON number literals");
+    Number::from_decimal(d)
+}
 
-impl NativeText {
-    pub(super) fn of(value: impl fmt::LowerExp) -> Self {
-        let mut text = StackText::new();
-        // Infallible: the longest text (an i128 or an f64 in exponent form) is 40 bytes.
-        let _ = write!(text, "{value:e}");
-        NativeText(text)
+/// An integer's exact decimal.
+fn integer(value: impl fmt::LowerExp) -> Number {
+    let mut text = StackText::new();
+    // Infallible: the longest text, an i128's, is 44 bytes.
+    let _ = write!(text, "{value:e}");
+    number_from_text(&text)
+}
+
+/// A binary floating-point format: what the shortest-decimal rule needs to know of it.
+trait BinaryFloat: Copy + PartialEq + fmt::LowerExp + FromStr {
+    /// `(m, e)` with the magnitude `m × 2^e`.
+    fn integer_and_exponent(self) -> (u64, i32);
+    fn negative(self) -> bool;
+}
+
+impl BinaryFloat for f64 {
+    fn integer_and_exponent(self) -> (u64, i32) {
+        let bits = self.to_bits();
+        let fraction = bits & ((1 << 52) - 1);
+        match ((bits >> 52) & 0x7FF) as i32 {
+            0 => (fraction, -1074),
+            biased => (fraction | 1 << 52, biased - 1075),
+        }
     }
 
-    pub(super) fn decimal(&self) -> Decimal<'_> {
-        let (d, _) = scan_literal(self.0.as_bytes(), 0)
-            .expect("std prints finite numbers as valid JSON number literals");
-        d
+    fn negative(self) -> bool {
+        self.is_sign_negative()
+    }
+}
+
+impl BinaryFloat for f32 {
+    fn integer_and_exponent(self) -> (u64, i32) {
+        let bits = self.to_bits();
+        let fraction = u64::from(bits & ((1 << 23) - 1));
+        match ((bits >> 23) & 0xFF) as i32 {
+            0 => (fraction, -149),
+            biased => (fraction | 1 << 23, biased - 150),
+        }
+    }
+
+    fn negative(self) -> bool {
+        self.is_sign_negative()
+    }
+}
+
+/// The shortest decimal that reads back as `x` in its own binary format, chosen as
+/// ECMAScript's Number::toString chooses it (SPEC §2 rule 4): fewest digits, then closest
+/// to `x`, then — when two are equally close — the one whose last digit is even.
+///
+/// std's `{:e}` already gives the fewest digits and the closest, but breaks an exact tie
+/// upwards (it prints 1658206780088562.25 as `…562.3`, ECMAScript as `…562.2`); ties are
+/// rare and are detected exactly here and settled on the even digit.
+fn shortest<F: BinaryFloat>(x: F) -> Number {
+    let mut text = StackText::new();
+    // Infallible: a float in exponent form is at most 24 bytes.
+    let _ = write!(text, "{x:e}");
+    let std_choice = number_from_text(&text);
+    let Some((midpoint, exponent)) = exact_midpoint(x) else {
+        return std_choice;
+    };
+    // A tie between two k-digit candidates means the exact value has k + 1 digits, the last a 5.
+    let exact_digits = midpoint.to_string().len();
+    if exact_digits != std_choice.digits.len() + 1 {
+        return std_choice;
+    }
+    let below = midpoint / 10;
+    let even = if below % 2 == 0 { below } else { below + 1 };
+    let mut candidate = StackText::new();
+    let sign = if x.negative() { "-" } else { "" };
+    let _ = write!(candidate, "{sign}{even}e{}", exponent + 1);
+    let reads_back = std::str::from_utf8(candidate.as_bytes())
+        .ok()
+        .and_then(|t| t.parse::<F>().ok())
+        .is_some_and(|y| y == x);
+    if reads_back {
+        number_from_text(&candidate)
+    } else {
+        std_choice
+    }
+}
+
+/// The exact decimal value of `x` as `(digits, exponent)` when it could be a tie between
+/// two shortest candidates: at most 18 significant digits, the last one a 5.
+fn exact_midpoint<F: BinaryFloat>(x: F) -> Option<(u128, i32)> {
+    let (mut m, mut e) = x.integer_and_exponent();
+    if m == 0 {
+        return None;
+    }
+    let shift = m.trailing_zeros();
+    m >>= shift;
+    e += shift as i32;
+    const MAX_DIGITS: u128 = 1_000_000_000_000_000_000; // 10^18: 19 digits and up
+    if e >= 0 {
+        // An integer: stripped of decimal zeros it ends in 5 only if the 2s all paired
+        // with 5s from m, and m < 2^53 has fewer than 23 factors of 5.
+        if e > 22 {
+            return None;
+        }
+        let mut v = u128::from(m) << e;
+        let mut exponent = 0;
+        while v % 10 == 0 {
+            v /= 10;
+            exponent += 1;
+        }
+        (v % 10 == 5 && v < MAX_DIGITS).then_some((v, exponent))
+    } else {
+        // m / 2^j = m × 5^j / 10^j, and 5^27 alone has 19 digits.
+        let j = e.unsigned_abs();
+        if j > 26 {
+            return None;
+        }
+        let v = u128::from(m) * 5u128.pow(j);
+        (v < MAX_DIGITS).then_some((v, e))
     }
 }
 
@@ -293,10 +394,6 @@ impl Number {
         self.negative
     }
 
-    fn from_native(value: impl fmt::LowerExp) -> Number {
-        Number::from_decimal(NativeText::of(value).decimal())
-    }
-
     fn non_finite(x: f64) -> KeyError {
         KeyError::NonFinite {
             path: "number".to_owned(),
@@ -327,7 +424,7 @@ impl TryFrom<f64> for Number {
         if !x.is_finite() {
             return Err(Number::non_finite(x));
         }
-        Ok(Number::from_native(x))
+        Ok(shortest(x))
     }
 }
 
@@ -339,25 +436,25 @@ impl TryFrom<f32> for Number {
         if !x.is_finite() {
             return Err(Number::non_finite(f64::from(x)));
         }
-        Ok(Number::from_native(x))
+        Ok(shortest(x))
     }
 }
 
 impl From<i64> for Number {
     fn from(n: i64) -> Number {
-        Number::from_native(n)
+        integer(n)
     }
 }
 
 impl From<u64> for Number {
     fn from(n: u64) -> Number {
-        Number::from_native(n)
+        integer(n)
     }
 }
 
 impl From<i128> for Number {
     fn from(n: i128) -> Number {
-        Number::from_native(n)
+        integer(n)
     }
 }
 
@@ -499,8 +596,20 @@ mod tests {
         assert_eq!(Number::try_from(f32::MAX).unwrap().to_string(), "3.4028235e+38");
         assert_eq!(Number::try_from(5e-324f64).unwrap().to_string(), "5e-324");
         assert_eq!(Number::try_from(2.0f64).unwrap(), Number::from(2i64));
+        assert_eq!(Number::try_from(-0.1f64).unwrap().to_string(), "-0.1");
         assert!(Number::try_from(f64::NAN).is_err());
         assert!(Number::try_from(f32::NEG_INFINITY).is_err());
+    }
+
+    #[test]
+    fn native_float_ties_go_to_the_even_digit() {
+        // 1658206780088562.25 lies exactly between two shortest candidates.
+        let x = f64::from_bits(0x4317_9085_685d_83c9);
+        assert_eq!(Number::try_from(x).unwrap().to_string(), "1658206780088562.2");
+        assert_eq!(Number::try_from(-x).unwrap().to_string(), "-1658206780088562.2");
+        // 4079545.25 as a binary32.
+        let y = f32::from_bits(0x4a78_fee5);
+        assert_eq!(Number::try_from(y).unwrap().to_string(), "4079545.2");
     }
 
     #[test]

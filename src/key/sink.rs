@@ -5,6 +5,14 @@ use sha2::{Digest, Sha256};
 /// Receives canonical bytes; one writer feeds every sink, so material and key always agree.
 pub(super) trait Sink {
     fn put(&mut self, bytes: &[u8]);
+
+    /// Puts `"text"`; `text` must need no escaping.
+    #[inline]
+    fn put_quoted(&mut self, text: &[u8]) {
+        self.put(b"\"");
+        self.put(text);
+        self.put(b"\"");
+    }
 }
 
 impl Sink for Vec<u8> {
@@ -63,6 +71,21 @@ impl Sink for HashSink {
             self.len = end;
         } else {
             self.spill(bytes);
+        }
+    }
+
+    #[inline]
+    fn put_quoted(&mut self, text: &[u8]) {
+        let end = self.len + text.len() + 2;
+        if end <= HASH_BUFFER {
+            self.buf[self.len] = b'"';
+            self.buf[self.len + 1..end - 1].copy_from_slice(text);
+            self.buf[end - 1] = b'"';
+            self.len = end;
+        } else {
+            self.put(b"\"");
+            self.put(text);
+            self.put(b"\"");
         }
     }
 }

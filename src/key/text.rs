@@ -42,30 +42,32 @@ pub(super) fn nfc_owned(s: String) -> String {
 /// their first difference, and only the two characters there are weighed.
 pub(super) fn cmp_utf16(a: &str, b: &str) -> Ordering {
     let (x, y) = (a.as_bytes(), b.as_bytes());
-    let common = x.iter().zip(y).take_while(|(p, q)| p == q).count();
-    if common == x.len() || common == y.len() {
+    let common = common_prefix(x, y);
+    let (Some(&p), Some(&q)) = (x.get(common), y.get(common)) else {
         return x.len().cmp(&y.len());
+    };
+    // Where the first difference is inside a character, the lead bytes are equal and byte
+    // order is UTF-16 order. Where it is at the lead bytes, only EE/EF (U+E000–U+FFFF)
+    // against F0–F4 (supplementary) sorts the other way round.
+    let high_bmp = |lead: u8| lead == 0xEE || lead == 0xEF;
+    if (high_bmp(p) && q >= 0xF0) || (high_bmp(q) && p >= 0xF0) {
+        q.cmp(&p)
+    } else {
+        p.cmp(&q)
     }
-    if x[common] < 0x80 && y[common] < 0x80 {
-        return x[common].cmp(&y[common]);
-    }
-    let mut start = common;
-    while !a.is_char_boundary(start) {
-        start -= 1;
-    }
-    // Both strings hold a character at `start`: they differ at or after it.
-    let weigh = |s: &str| s[start..].chars().next().map_or(0, utf16_weight);
-    weigh(a).cmp(&weigh(b))
 }
 
-/// A number whose order is the UTF-16 order of the characters' first code units.
-fn utf16_weight(c: char) -> u32 {
-    let c = c as u32;
-    if (0xE000..=0xFFFF).contains(&c) {
-        c + 0x20_0000
-    } else {
-        c
+/// The length of the common prefix of `x` and `y`, compared eight bytes at a time.
+fn common_prefix(x: &[u8], y: &[u8]) -> usize {
+    let n = x.len().min(y.len());
+    let mut i = 0;
+    while i + 8 <= n && x[i..i + 8] == y[i..i + 8] {
+        i += 8;
     }
+    while i < n && x[i] == y[i] {
+        i += 1;
+    }
+    i
 }
 
 /// `true` for bytes that JCS escapes in a string: `"`, `\` and controls below U+0020.

@@ -9,6 +9,10 @@ use crate::key::Key;
 use crate::record::{Outcome, Record, Status, Token};
 
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(feature = "redis")]
+pub mod redis;
 
 pub use memory::{Clock, ManualClock, MemoryStore, SystemClock};
 
@@ -247,10 +251,37 @@ pub async fn open(url: &str, options: &StoreOptions) -> Result<std::sync::Arc<dy
             }
             Ok(std::sync::Arc::new(store))
         }
+        #[cfg(feature = "redis")]
+        "redis" | "rediss" => {
+            let store = redis::RedisStore::connect(url, options)
+                .await
+                .map_err(|e| opening_failed(url, e))?;
+            Ok(std::sync::Arc::new(store))
+        }
+        #[cfg(feature = "postgres")]
+        "postgres" | "postgresql" => {
+            let store = postgres::PostgresStore::connect(url, options)
+                .await
+                .map_err(|e| opening_failed(url, e))?;
+            Ok(std::sync::Arc::new(store))
+        }
         _ => Err(crate::Error::Configuration(format!(
             "cannot open store {}: unknown or disabled scheme `{scheme}`; use memory:, redis://, rediss://, postgres:// or postgresql:// (Redis and PostgreSQL need the cargo features `redis` and `postgres`)",
             redact_url(url)
         ))),
+    }
+}
+
+/// A store that could not be opened: a configuration error stays one; anything else means the
+/// server could not be reached or answered an error.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+fn opening_failed(url: &str, error: StoreError) -> crate::Error {
+    match error {
+        StoreError::Configuration(message) => crate::Error::Configuration(message),
+        other => crate::Error::StoreUnavailable {
+            tool: format!("opening {}", redact_url(url)),
+            message: other.to_string(),
+        },
     }
 }
 
