@@ -59,3 +59,8 @@ pub use store::{ManualClock, MemoryStore, Store};
 
 /// The library's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The README's Rust examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
