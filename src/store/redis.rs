@@ -1,0 +1,948 @@
+//! The Redis store (feature `redis`): one hash per record, claims as one single-key Lua script.
+//!
+//! **Key layout** (SPEC §4): `<prefix><t>:<key>`, where `t` is `_` for no tenant, else `t`
+//! followed by the lowercase hex of the tenant's UTF-8 bytes, and `key` is the 64-hex key. There
+//! is no hash tag: every operation touches one key, so Redis Cluster spreads records freely.
+//!
+//! **Value**: a hash with the fields `v` (record format), `key`, `tenant` (absent for no tenant),
+//! `scope`, `state` (`in_progress`/`completed`), `token`, `claimed_at`, `lease_end`, `ttl_ms`,
+//! `expires_at` (milliseconds on the server's clock), and once completed `outcome` (the outcome as
+//! JSON, written by Rust and never re-encoded by Lua, so a success comes back byte for byte) and
+//! `outcome_kind` (`success`, `failure` or `too_large`, so scripts need not parse JSON).
+//!
+//! **Time**: every script reads Redis `TIME` as *now*; process clocks are never compared. Records
+//! expire natively (`PEXPIREAT expires_at`) and every read checks `expires_at` as well.
+//!
+//! **Connections**: a few multiplexed connections used round-robin, each a
+//! [`redis::aio::ConnectionManager`] that reconnects in the background after the server comes
+//! back. A command that fails because its connection broke is sent once more (every store
+//! operation but `resolve` is safe to repeat: claims, completions and releases act by owner
+//! token), so the first call after an outage already works.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use once_cell::sync::Lazy;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{RedisError, Script, Value};
+
+use super::{
+    redact_url, Claim, ClaimReply, ClaimRequest, Completion, ListFilter, Page, RecordId,
+    Resolution, Resolved, Store, StoreOptions, DEFAULT_MAX_OUTCOME_BYTES,
+};
+use crate::error::StoreError;
+use crate::record::{Outcome, Record, RecordState, Token, RECORD_FORMAT};
+
+/// The default key prefix.
+pub const DEFAULT_PREFIX: &str = "idemkit:";
+
+/// How many multiplexed connections a store keeps (used round-robin).
+const CONNECTIONS: usize = 4;
+/// How long connecting to the server may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long one command may wait for its answer.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many keys one SCAN step asks for (`forget`, `purge_expired`).
+const SCAN_BATCH: usize = 500;
+/// How many SCAN steps one `list` page may take before it answers with what it has.
+const LIST_SCAN_STEPS: usize = 32;
+/// Leases and TTLs are capped at 100 years, so that times stay exact in Lua's doubles.
+const MAX_SPAN_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
+
+/// Shared Lua helpers, prepended to every script.
+const PRELUDE: &str = r#"
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function fmt(n) return string.format('%d', n) end
+local function fields(flat)
+  local f = {}
+  for i = 1, #flat, 2 do f[flat[i]] = flat[i + 1] end
+  return f
+end
+local function live(f, now)
+  local e = tonumber(f['expires_at'])
+  if e == nil then
+    return redis.error_reply('idemkit: record ' .. KEYS[1] .. ' has no expires_at')
+  end
+  return now < e
+end
+"#;
+
+/// Claim: KEYS = [record]; ARGV = [token, lease_ms, ttl_ms, retry_failure (0/1), format, key hex,
+/// scope, has_tenant (0/1), tenant]. Answers `{answer, now, lease_end | record}`.
+static CLAIM: Lazy<Script> = Lazy::new(|| {
+    script(
+        r#"
+local now = now_ms()
+local token = ARGV[1]
+local flat = redis.call('HGETALL', KEYS[1])
+if #flat > 0 then
+  local f = fields(flat)
+  local alive = live(f, now)
+  if type(alive) == 'table' then return alive end
+  if alive then
+    if f['state'] == 'in_progress' and f['token'] == token then
+      return {'acquired', fmt(now), f['lease_end']}
+    end
+    local replace = ARGV[4] == '1' and f['state'] == 'completed' and f['outcome_kind'] == 'failure'
+    if not replace then
+      local answer = 'abandoned'
+      if f['state'] == 'completed' then
+        answer = 'completed'
+      elseif now < tonumber(f['lease_end']) then
+        answer = 'in_progress'
+      end
+      return {answer, fmt(now), flat}
+    end
+  end
+  redis.call('DEL', KEYS[1])
+end
+local lease_end = now + tonumber(ARGV[2])
+local expires_at = lease_end + tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'v', ARGV[5], 'key', ARGV[6], 'scope', ARGV[7],
+  'state', 'in_progress', 'token', token, 'claimed_at', fmt(now), 'lease_end', fmt(lease_end),
+  'ttl_ms', ARGV[3], 'expires_at', fmt(expires_at))
+if ARGV[8] == '1' then redis.call('HSET', KEYS[1], 'tenant', ARGV[9]) end
+redis.call('PEXPIREAT', KEYS[1], fmt(expires_at))
+return {'acquired', fmt(now), fmt(lease_end)}
+"#,
+    )
+});
+
+/// Complete: KEYS = [record]; ARGV = [token, outcome JSON, outcome kind, ttl_ms].
+/// Answers `{'recorded', now}` or `{'not_owner', now[, record]}`.
+static COMPLETE: Lazy<Script> = Lazy::new(|| {
+    script(
+        r#"
+local now = now_ms()
+local v = redis.call('HMGET', KEYS[1], 'state', 'token', 'expires_at')
+if not v[3] or now >= tonumber(v[3]) then return {'not_owner', fmt(now)} end
+if v[2] ~= ARGV[1] then return {'not_owner', fmt(now), redis.call('HGETALL', KEYS[1])} end
+if v[1] == 'in_progress' then
+  local expires_at = now + tonumber(ARGV[4])
+  redis.call('HSET', KEYS[1], 'state', 'completed', 'outcome', ARGV[2], 'outcome_kind', ARGV[3],
+    'ttl_ms', ARGV[4], 'expires_at', fmt(expires_at))
+  redis.call('PEXPIREAT', KEYS[1], fmt(expires_at))
+end
+return {'recorded', fmt(now)}
+"#,
+    )
+});
+
+/// Release: KEYS = [record]; ARGV = [token]. Answers 1 when it deleted the claim, else 0.
+static RELEASE: Lazy<Script> = Lazy::new(|| {
+    script(
+        r#"
+local now = now_ms()
+local v = redis.call('HMGET', KEYS[1], 'state', 'token', 'expires_at')
+if v[3] and now < tonumber(v[3]) and v[1] == 'in_progress' and v[2] == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+"#,
+    )
+});
+
+/// Get: KEYS = [record]. Answers `{now, record}`, the record empty when absent or expired.
+static GET: Lazy<Script> = Lazy::new(|| {
+    script(
+        r#"
+local now = now_ms()
+local flat = redis.call('HGETALL', KEYS[1])
+if #flat > 0 then
+  local alive = live(fields(flat), now)
+  if type(alive) == 'table' then return alive end
+  if not alive then flat = {} end
+end
+return {fmt(now), flat}
+"#,
+    )
+});
+
+/// Resolve: KEYS = [record]; ARGV = [expected token, 'release' | 'complete', outcome JSON,
+/// outcome kind, ttl_ms]. Answers `{answer, now[, record]}`.
+static RESOLVE: Lazy<Script> = Lazy::new(|| {
+    script(
+        r#"
+local now = now_ms()
+local flat = redis.call('HGETALL', KEYS[1])
+if #flat == 0 then return {'not_found', fmt(now)} end
+local f = fields(flat)
+local alive = live(f, now)
+if type(alive) == 'table' then return alive end
+if not alive then return {'not_found', fmt(now)} end
+if f['state'] == 'completed' then return {'already_completed', fmt(now), flat} end
+if f['token'] ~= ARGV[1] then return {'token_mismatch', fmt(now), flat} end
+if ARGV[2] == 'release' then
+  redis.call('DEL', KEYS[1])
+else
+  local expires_at = now + tonumber(ARGV[5])
+  redis.call('HSET', KEYS[1], 'state', 'completed', 'outcome', ARGV[3], 'outcome_kind', ARGV[4],
+    'ttl_ms', ARGV[5], 'expires_at', fmt(expires_at))
+  redis.call('PEXPIREAT', KEYS[1], fmt(expires_at))
+end
+return {'done', fmt(now)}
+"#,
+    )
+});
+
+/// Purge one: KEYS = [record]. Deletes the record if it is expired but still present (native
+/// expiry normally gets there first); answers 1 if it did.
+static PURGE_ONE: Lazy<Script> = Lazy::new(|| {
+    script(
+        r#"
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return 0 end
+local e = redis.call('HGET', KEYS[1], 'expires_at')
+if e and now_ms() >= tonumber(e) then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+"#,
+    )
+});
+
+fn script(body: &str) -> Script {
+    Script::new(&format!("{PRELUDE}{body}"))
+}
+
+/// The tenant part `t` of a record's key: `_` for no tenant, else `t` + hex of its UTF-8 bytes.
+pub fn tenant_segment(tenant: Option<&str>) -> String {
+    match tenant {
+        None => "_".to_owned(),
+        Some(t) => {
+            let mut out = String::with_capacity(1 + 2 * t.len());
+            out.push('t');
+            for b in t.bytes() {
+                out.push_str(&format!("{b:02x}"));
+            }
+            out
+        }
+    }
+}
+
+/// `text` with the glob characters of Redis `MATCH` patterns escaped.
+pub fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\' | '^' | '-') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether `suffix` (a Redis key after the prefix) has the shape `<t>:<64 hex>`.
+fn is_record_suffix(suffix: &str) -> bool {
+    let Some((t, key)) = suffix.split_once(':') else {
+        return false;
+    };
+    let tenant_ok = t == "_"
+        || (t.starts_with('t')
+            && t.len() % 2 == 1
+            && t[1..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+    tenant_ok && key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Records in Redis: see the module documentation for the layout.
+pub struct RedisStore {
+    connections: Vec<ConnectionManager>,
+    next: AtomicUsize,
+    prefix: String,
+    url: String,
+    max_outcome_bytes: usize,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("url", &self.url)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// Connects to `url` (`redis://[user:password@]host[:port][/db]` or `rediss://...` for TLS).
+    ///
+    /// Refuses a server whose `maxmemory-policy` may evict keys (anything but `noeviction`)
+    /// unless `options.allow_evicting`: an evicted claim is a second execution. When the server
+    /// does not allow `CONFIG GET` (managed Redis), a warning is logged and the store opens.
+    pub async fn connect(url: &str, options: &StoreOptions) -> Result<RedisStore, StoreError> {
+        let shown = redact_url(url);
+        let client = redis::Client::open(url).map_err(|e| {
+            StoreError::Configuration(format!(
+                "bad Redis URL {shown}: {e}; use redis://[user:password@]host[:port][/db] or rediss://..."
+            ))
+        })?;
+        let prefix = options
+            .key_prefix
+            .clone()
+            .unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
+        let config = ConnectionManagerConfig::new()
+            .set_number_of_retries(0)
+            .set_connection_timeout(CONNECT_TIMEOUT)
+            .set_response_timeout(RESPONSE_TIMEOUT);
+        let mut connections = Vec::with_capacity(CONNECTIONS);
+        for _ in 0..CONNECTIONS {
+            let manager = ConnectionManager::new_with_config(client.clone(), config.clone())
+                .await
+                .map_err(|e| StoreError::unavailable(format!("cannot connect to {shown}: {e}")))?;
+            connections.push(manager);
+        }
+        let store = RedisStore {
+            connections,
+            next: AtomicUsize::new(0),
+            prefix,
+            url: shown,
+            max_outcome_bytes: options.max_outcome_bytes.unwrap_or(DEFAULT_MAX_OUTCOME_BYTES),
+        };
+        store.check_eviction_policy(options.allow_evicting).await?;
+        Ok(store)
+    }
+
+    /// The key prefix (default `idemkit:`).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The Redis key of a record: `<prefix><t>:<key>`.
+    pub fn record_key(&self, id: RecordId<'_>) -> String {
+        format!("{}{}:{}", self.prefix, tenant_segment(id.tenant), id.key.hex())
+    }
+
+    async fn check_eviction_policy(&self, allow_evicting: bool) -> Result<(), StoreError> {
+        let mut connection = self.connection();
+        let answer: Result<Value, RedisError> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("maxmemory-policy")
+            .query_async(&mut connection)
+            .await;
+        let policy = match answer {
+            Ok(value) => config_value(&value),
+            Err(e) if e.is_io_error() => {
+                return Err(StoreError::unavailable(format!(
+                    "cannot reach {}: {e}",
+                    self.url
+                )))
+            }
+            Err(e) => {
+                log::warn!(
+                    "idemkit: cannot read maxmemory-policy from {} ({e}); make sure it is `noeviction`, or evicted records will let calls run twice",
+                    self.url
+                );
+                return Ok(());
+            }
+        };
+        match policy {
+            Some(policy) if policy != "noeviction" => {
+                if allow_evicting {
+                    log::warn!(
+                        "idemkit: {} has maxmemory-policy `{policy}` and may evict records; opened anyway because evicting was allowed",
+                        self.url
+                    );
+                    Ok(())
+                } else {
+                    Err(StoreError::Configuration(format!(
+                        "Redis at {} has maxmemory-policy `{policy}`, which may evict idempotency records and let a call run twice; set `maxmemory-policy noeviction` (CONFIG SET maxmemory-policy noeviction, and in redis.conf), or open the store with allow_evicting (StoreOptions.allow_evicting / --allow-evicting) to accept the risk",
+                        self.url
+                    )))
+                }
+            }
+            Some(_) => Ok(()),
+            None => {
+                log::warn!(
+                    "idemkit: {} did not report its maxmemory-policy; make sure it is `noeviction`",
+                    self.url
+                );
+                Ok(())
+            }
+        }
+    }
+
+    fn connection(&self) -> ConnectionManager {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.connections.len();
+        self.connections[i].clone()
+    }
+
+    /// Runs `op` on the next connection; once more if the connection broke (the manager
+    /// reconnects meanwhile). Only for operations that are safe to repeat.
+    async fn run<T, F, Fut>(&self, op: F) -> Result<T, StoreError>
+    where
+        F: Fn(ConnectionManager) -> Fut,
+        Fut: std::future::Future<Output = Result<T, RedisError>>,
+    {
+        let connection = self.connection();
+        match op(connection.clone()).await {
+            Ok(v) => Ok(v),
+            Err(e) if broken_connection(&e) => op(connection).await.map_err(|e| self.error(e)),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
+    fn error(&self, e: RedisError) -> StoreError {
+        StoreError::unavailable(format!("Redis at {}: {e}", self.url))
+    }
+
+    async fn scan(
+        &self,
+        connection: &mut ConnectionManager,
+        cursor: u64,
+        pattern: &str,
+        count: usize,
+    ) -> Result<(u64, Vec<String>), StoreError> {
+        redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count)
+            .query_async(connection)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    async fn server_time(&self, connection: &mut ConnectionManager) -> Result<i64, StoreError> {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME")
+            .query_async(connection)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(secs * 1000 + micros / 1000)
+    }
+
+    /// The primaries to SCAN. A non-cluster URL has one server; this is where a cluster client
+    /// would list every primary.
+    fn primaries(&self) -> Vec<ConnectionManager> {
+        vec![self.connection()]
+    }
+}
+
+fn broken_connection(e: &RedisError) -> bool {
+    !e.is_timeout() && (e.is_io_error() || e.is_unrecoverable_error())
+}
+
+fn config_value(value: &Value) -> Option<String> {
+    match value {
+        Value::Array(items) if items.len() >= 2 => text(&items[1]).ok(),
+        Value::Map(pairs) => pairs.first().and_then(|(_, v)| text(v).ok()),
+        _ => None,
+    }
+}
+
+fn text(value: &Value) -> Result<String, StoreError> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone())
+            .map_err(|_| StoreError::Corrupt("a Redis answer is not UTF-8".into())),
+        Value::SimpleString(s) => Ok(s.clone()),
+        Value::Int(i) => Ok(i.to_string()),
+        Value::Okay => Ok("OK".into()),
+        other => Err(StoreError::Corrupt(format!(
+            "unexpected Redis answer {other:?}"
+        ))),
+    }
+}
+
+fn number(value: &Value) -> Result<i64, StoreError> {
+    match value {
+        Value::Int(i) => Ok(*i),
+        other => {
+            let t = text(other)?;
+            t.parse()
+                .map_err(|_| StoreError::Corrupt(format!("{t:?} is not a number")))
+        }
+    }
+}
+
+fn items(value: Value) -> Result<Vec<Value>, StoreError> {
+    match value {
+        Value::Array(items) => Ok(items),
+        Value::Nil => Ok(Vec::new()),
+        other => Err(StoreError::Corrupt(format!(
+            "unexpected Redis answer {other:?}"
+        ))),
+    }
+}
+
+/// A record from the flat `HGETALL` list of its hash.
+fn record_from_hash(flat: &[Value]) -> Result<Record, StoreError> {
+    let mut v = None;
+    let mut key = None;
+    let mut tenant = None;
+    let mut scope = None;
+    let mut state = None;
+    let mut token = None;
+    let (mut claimed_at, mut lease_end, mut ttl_ms, mut expires_at) = (None, None, None, None);
+    let mut outcome = None;
+    for pair in flat.chunks(2) {
+        let [name, value] = pair else {
+            return Err(StoreError::Corrupt("odd HGETALL answer".into()));
+        };
+        let name = text(name)?;
+        match name.as_str() {
+            "v" => v = Some(number(value)?),
+            "key" => key = Some(text(value)?),
+            "tenant" => tenant = Some(text(value)?),
+            "scope" => scope = Some(text(value)?),
+            "state" => state = Some(text(value)?),
+            "token" => token = Some(text(value)?),
+            "claimed_at" => claimed_at = Some(number(value)?),
+            "lease_end" => lease_end = Some(number(value)?),
+            "ttl_ms" => ttl_ms = Some(number(value)?),
+            "expires_at" => expires_at = Some(number(value)?),
+            "outcome" => outcome = Some(text(value)?),
+            _ => {}
+        }
+    }
+    let key_text = key.clone().unwrap_or_default();
+    let missing = |field: &str| StoreError::Corrupt(format!("record {key_text} has no `{field}`"));
+    let format = v.ok_or_else(|| missing("v"))?;
+    if format != RECORD_FORMAT as i64 {
+        return Err(StoreError::Corrupt(format!(
+            "record {key_text} has format {format}, not {RECORD_FORMAT}; upgrade idemkit to read it"
+        )));
+    }
+    let state = match state.as_deref() {
+        Some("in_progress") => RecordState::InProgress,
+        Some("completed") => RecordState::Completed,
+        other => {
+            return Err(StoreError::Corrupt(format!(
+                "record {key_text} has state {other:?}"
+            )))
+        }
+    };
+    let token_text = token.ok_or_else(|| missing("token"))?;
+    let token = Token::from_hex(&token_text)
+        .ok_or_else(|| StoreError::Corrupt(format!("record {key_text} has token {token_text:?}")))?;
+    let outcome = match outcome {
+        None => None,
+        Some(json) => Some(serde_json::from_str::<Outcome>(&json).map_err(|e| {
+            StoreError::Corrupt(format!("record {key_text} has an unreadable outcome: {e}"))
+        })?),
+    };
+    Ok(Record {
+        format: RECORD_FORMAT,
+        key: key.ok_or_else(|| missing("key"))?,
+        tenant,
+        scope: scope.ok_or_else(|| missing("scope"))?,
+        state,
+        token,
+        claimed_at: claimed_at.ok_or_else(|| missing("claimed_at"))?,
+        lease_end: lease_end.ok_or_else(|| missing("lease_end"))?,
+        ttl_ms: ttl_ms.ok_or_else(|| missing("ttl_ms"))?,
+        expires_at: expires_at.ok_or_else(|| missing("expires_at"))?,
+        outcome,
+    })
+}
+
+/// The outcome as stored: its JSON and its kind.
+fn outcome_fields(outcome: &Outcome) -> (String, &'static str) {
+    let kind = match outcome {
+        Outcome::Success(_) => "success",
+        Outcome::Failure(_) => "failure",
+        Outcome::TooLarge { .. } => "too_large",
+    };
+    let json = serde_json::to_string(outcome).expect("an outcome always serialises");
+    (json, kind)
+}
+
+/// `{answer, now, rest...}` from a script.
+fn reply(value: Value) -> Result<(String, i64, Vec<Value>), StoreError> {
+    let mut items = items(value)?.into_iter();
+    let answer = text(&items.next().unwrap_or(Value::Nil))?;
+    let now = number(&items.next().unwrap_or(Value::Nil))?;
+    Ok((answer, now, items.collect()))
+}
+
+fn record_in(rest: Vec<Value>) -> Result<Record, StoreError> {
+    let flat = items(rest.into_iter().next().unwrap_or(Value::Nil))?;
+    record_from_hash(&flat)
+}
+
+/// A `list` position: where the SCAN is (`None` when it finished) and keys it returned that
+/// the previous page had no room for.
+struct ListCursor {
+    scan: Option<u64>,
+    pending: Vec<String>,
+}
+
+impl ListCursor {
+    fn parse(text: Option<&str>) -> Result<ListCursor, StoreError> {
+        let Some(text) = text else {
+            return Ok(ListCursor {
+                scan: Some(0),
+                pending: Vec::new(),
+            });
+        };
+        let bad = || StoreError::Configuration(format!("bad list cursor {text:?} for the Redis store"));
+        let rest = text.strip_prefix("r1.").ok_or_else(bad)?;
+        let (scan, pending) = rest.split_once('.').ok_or_else(bad)?;
+        let scan = if scan == "-" {
+            None
+        } else {
+            Some(scan.parse().map_err(|_| bad())?)
+        };
+        let pending: Vec<String> = if pending.is_empty() {
+            Vec::new()
+        } else {
+            pending.split(',').map(str::to_owned).collect()
+        };
+        if !pending.iter().all(|p| is_record_suffix(p)) {
+            return Err(bad());
+        }
+        Ok(ListCursor { scan, pending })
+    }
+
+    fn render(&self) -> Option<String> {
+        if self.scan.is_none() && self.pending.is_empty() {
+            return None;
+        }
+        let scan = match self.scan {
+            Some(c) => c.to_string(),
+            None => "-".into(),
+        };
+        Some(format!("r1.{scan}.{}", self.pending.join(",")))
+    }
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn claim(&self, request: &ClaimRequest<'_>) -> Result<ClaimReply, StoreError> {
+        let key = self.record_key(request.id);
+        let token = request.token.hex();
+        let lease_ms = request.lease_ms.min(MAX_SPAN_MS);
+        let ttl_ms = request.ttl_ms.min(MAX_SPAN_MS);
+        let key_hex = request.id.key.hex();
+        let value: Value = self
+            .run(|mut c| {
+                let mut invocation = CLAIM.key(&key);
+                invocation
+                    .arg(&token)
+                    .arg(lease_ms)
+                    .arg(ttl_ms)
+                    .arg(if request.retry_failure { "1" } else { "0" })
+                    .arg(RECORD_FORMAT)
+                    .arg(&key_hex)
+                    .arg(request.scope)
+                    .arg(if request.id.tenant.is_some() { "1" } else { "0" })
+                    .arg(request.id.tenant.unwrap_or(""));
+                async move { invocation.invoke_async(&mut c).await }
+            })
+            .await?;
+        let (answer, now_ms, rest) = reply(value)?;
+        let claim = match answer.as_str() {
+            "acquired" => Claim::Acquired {
+                lease_end: number(rest.first().unwrap_or(&Value::Nil))?,
+            },
+            "completed" => Claim::Completed(record_in(rest)?),
+            "in_progress" => Claim::InProgress(record_in(rest)?),
+            "abandoned" => Claim::Abandoned(record_in(rest)?),
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "unexpected claim answer {other:?} from {}",
+                    self.url
+                )))
+            }
+        };
+        Ok(ClaimReply { now_ms, claim })
+    }
+
+    async fn complete(
+        &self,
+        id: RecordId<'_>,
+        token: Token,
+        outcome: &Outcome,
+        ttl_ms: u64,
+    ) -> Result<Completion, StoreError> {
+        let key = self.record_key(id);
+        let token = token.hex();
+        let (json, kind) = outcome_fields(outcome);
+        let ttl_ms = ttl_ms.min(MAX_SPAN_MS);
+        let value: Value = self
+            .run(|mut c| {
+                let mut invocation = COMPLETE.key(&key);
+                invocation.arg(&token).arg(&json).arg(kind).arg(ttl_ms);
+                async move { invocation.invoke_async(&mut c).await }
+            })
+            .await?;
+        let (answer, _, rest) = reply(value)?;
+        match answer.as_str() {
+            "recorded" => Ok(Completion::Recorded),
+            "not_owner" if rest.is_empty() => Ok(Completion::NotOwner(None)),
+            "not_owner" => Ok(Completion::NotOwner(Some(record_in(rest)?))),
+            other => Err(StoreError::Corrupt(format!(
+                "unexpected complete answer {other:?} from {}",
+                self.url
+            ))),
+        }
+    }
+
+    async fn release(&self, id: RecordId<'_>, token: Token) -> Result<bool, StoreError> {
+        let key = self.record_key(id);
+        let token = token.hex();
+        let deleted: i64 = self
+            .run(|mut c| {
+                let mut invocation = RELEASE.key(&key);
+                invocation.arg(&token);
+                async move { invocation.invoke_async(&mut c).await }
+            })
+            .await?;
+        Ok(deleted == 1)
+    }
+
+    async fn get(&self, id: RecordId<'_>) -> Result<(Option<Record>, i64), StoreError> {
+        let key = self.record_key(id);
+        let value: Value = self
+            .run(|mut c| {
+                let invocation = GET.key(&key);
+                async move { invocation.invoke_async(&mut c).await }
+            })
+            .await?;
+        let mut parts = items(value)?.into_iter();
+        let now = number(&parts.next().unwrap_or(Value::Nil))?;
+        let flat = items(parts.next().unwrap_or(Value::Nil))?;
+        if flat.is_empty() {
+            return Ok((None, now));
+        }
+        let record = record_from_hash(&flat)?;
+        Ok(((!record.is_expired(now)).then_some(record), now))
+    }
+
+    async fn list(&self, filter: &ListFilter, cursor: Option<&str>) -> Result<Page, StoreError> {
+        let mut position = ListCursor::parse(cursor)?;
+        let limit = if filter.limit == 0 { 1000 } else { filter.limit };
+        let pattern = match &filter.tenant {
+            None => format!("{}*", glob_escape(&self.prefix)),
+            Some(tenant) => format!(
+                "{}{}:*",
+                glob_escape(&self.prefix),
+                tenant_segment(tenant.as_deref())
+            ),
+        };
+        let mut connection = self.connection();
+        let now = self.server_time(&mut connection).await?;
+        let mut records = Vec::new();
+        let mut steps = 0;
+        loop {
+            if !position.pending.is_empty() {
+                let room = limit - records.len();
+                let take = position.pending.len().min(room.max(1));
+                let batch: Vec<String> = position.pending.drain(..take).collect();
+                let mut pipe = redis::pipe();
+                for suffix in &batch {
+                    pipe.cmd("HGETALL").arg(format!("{}{suffix}", self.prefix));
+                }
+                let hashes: Vec<Value> = pipe
+                    .query_async(&mut connection)
+                    .await
+                    .map_err(|e| self.error(e))?;
+                for hash in hashes {
+                    let flat = items(hash)?;
+                    if flat.is_empty() {
+                        continue;
+                    }
+                    let record = record_from_hash(&flat)?;
+                    if !record.is_expired(now) && filter.matches(&record, now) {
+                        records.push(record);
+                    }
+                }
+                if records.len() >= limit {
+                    break;
+                }
+                continue;
+            }
+            let Some(scan) = position.scan else { break };
+            if steps >= LIST_SCAN_STEPS && !records.is_empty() {
+                break;
+            }
+            if steps >= LIST_SCAN_STEPS * 4 {
+                break;
+            }
+            steps += 1;
+            let (next, keys) = self
+                .scan(&mut connection, scan, &pattern, limit.clamp(100, SCAN_BATCH * 2))
+                .await?;
+            position.scan = (next != 0).then_some(next);
+            position.pending = keys
+                .into_iter()
+                .filter_map(|k| k.strip_prefix(&self.prefix).map(str::to_owned))
+                .filter(|s| is_record_suffix(s))
+                .collect();
+        }
+        Ok(Page {
+            records,
+            next_cursor: position.render(),
+            now_ms: now,
+        })
+    }
+
+    async fn resolve(
+        &self,
+        id: RecordId<'_>,
+        expected: Token,
+        resolution: &Resolution,
+    ) -> Result<Resolved, StoreError> {
+        let key = self.record_key(id);
+        let mut invocation = RESOLVE.key(&key);
+        invocation.arg(expected.hex());
+        match resolution {
+            Resolution::Release => {
+                invocation.arg("release").arg("").arg("").arg(0);
+            }
+            Resolution::Complete { outcome, ttl_ms } => {
+                let (json, kind) = outcome_fields(outcome);
+                invocation
+                    .arg("complete")
+                    .arg(json)
+                    .arg(kind)
+                    .arg((*ttl_ms).min(MAX_SPAN_MS));
+            }
+        }
+        // Not repeated on a broken connection: a resolution that landed would read as refused.
+        let mut connection = self.connection();
+        let value: Value = invocation
+            .invoke_async(&mut connection)
+            .await
+            .map_err(|e| self.error(e))?;
+        let (answer, _, rest) = reply(value)?;
+        match answer.as_str() {
+            "done" => Ok(Resolved::Done),
+            "not_found" => Ok(Resolved::NotFound),
+            "already_completed" => Ok(Resolved::AlreadyCompleted(record_in(rest)?)),
+            "token_mismatch" => Ok(Resolved::TokenMismatch(record_in(rest)?)),
+            other => Err(StoreError::Corrupt(format!(
+                "unexpected resolve answer {other:?} from {}",
+                self.url
+            ))),
+        }
+    }
+
+    async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
+        let pattern = format!("{}{}:*", glob_escape(&self.prefix), tenant_segment(tenant));
+        let mut removed = 0u64;
+        for mut primary in self.primaries() {
+            let mut cursor = 0u64;
+            loop {
+                let (next, keys) = self.scan(&mut primary, cursor, &pattern, SCAN_BATCH).await?;
+                if !keys.is_empty() {
+                    // One UNLINK per key, pipelined: one round trip per batch, and no multi-key
+                    // command that Redis Cluster would refuse across slots.
+                    let mut pipe = redis::pipe();
+                    for key in &keys {
+                        pipe.cmd("UNLINK").arg(key);
+                    }
+                    let counts: Vec<i64> = pipe
+                        .query_async(&mut primary)
+                        .await
+                        .map_err(|e| self.error(e))?;
+                    removed += counts.iter().sum::<i64>() as u64;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(removed)
+    }
+
+    async fn purge_expired(&self) -> Result<u64, StoreError> {
+        // Redis expires records itself at `expires_at` (PEXPIREAT); this sweep finds what is
+        // expired but still present (the millisecond at `expires_at`, or a record whose TTL was
+        // removed by hand) and deletes it, each key checked atomically on the server's clock.
+        let pattern = format!("{}*", glob_escape(&self.prefix));
+        let mut removed = 0u64;
+        for mut primary in self.primaries() {
+            PURGE_ONE
+                .prepare_invoke()
+                .load_async(&mut primary)
+                .await
+                .map_err(|e| self.error(e))?;
+            let mut cursor = 0u64;
+            loop {
+                let (next, keys) = self.scan(&mut primary, cursor, &pattern, SCAN_BATCH).await?;
+                let keys: Vec<String> = keys
+                    .into_iter()
+                    .filter(|k| k.strip_prefix(&self.prefix).is_some_and(is_record_suffix))
+                    .collect();
+                if !keys.is_empty() {
+                    let mut pipe = redis::pipe();
+                    for key in &keys {
+                        pipe.cmd("EVALSHA").arg(PURGE_ONE.get_hash()).arg(1).arg(key);
+                    }
+                    let counts: Vec<i64> = pipe
+                        .query_async(&mut primary)
+                        .await
+                        .map_err(|e| self.error(e))?;
+                    removed += counts.iter().sum::<i64>() as u64;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(removed)
+    }
+
+    fn max_outcome_bytes(&self) -> usize {
+        self.max_outcome_bytes
+    }
+
+    fn describe(&self) -> String {
+        self.url.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_segment_is_underscore_or_t_and_hex() {
+        assert_eq!(tenant_segment(None), "_");
+        assert_eq!(tenant_segment(Some("")), "t");
+        assert_eq!(tenant_segment(Some("acme")), "t61636d65");
+        assert_eq!(tenant_segment(Some("é")), "tc3a9");
+    }
+
+    #[test]
+    fn glob_characters_are_escaped() {
+        assert_eq!(glob_escape("idemkit:"), "idemkit:");
+        assert_eq!(glob_escape("a*b?[c]\\"), "a\\*b\\?\\[c\\]\\\\");
+    }
+
+    #[test]
+    fn record_suffixes_are_recognised() {
+        let key = "ab".repeat(32);
+        assert!(is_record_suffix(&format!("_:{key}")));
+        assert!(is_record_suffix(&format!("t:{key}")));
+        assert!(is_record_suffix(&format!("t61:{key}")));
+        assert!(!is_record_suffix(&format!("t6:{key}")));
+        assert!(!is_record_suffix(&format!("x:{key}")));
+        assert!(!is_record_suffix("_:abc"));
+    }
+
+    #[test]
+    fn list_cursors_round_trip() {
+        let key = "cd".repeat(32);
+        let c = ListCursor {
+            scan: Some(17),
+            pending: vec![format!("_:{key}"), format!("t61:{key}")],
+        };
+        let text = c.render().unwrap();
+        let back = ListCursor::parse(Some(&text)).unwrap();
+        assert_eq!(back.scan, Some(17));
+        assert_eq!(back.pending, c.pending);
+        let done = ListCursor {
+            scan: None,
+            pending: vec![],
+        };
+        assert_eq!(done.render(), None);
+        assert!(ListCursor::parse(Some("nonsense")).is_err());
+    }
+}

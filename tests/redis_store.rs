@@ -1,0 +1,527 @@
+//! The Redis store against a real server (`IDEMKIT_REDIS_URL`, set by `scripts/test.sh` after
+//! `scripts/services.sh start`), plus private `redis-server` processes for fault tests.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idemkit::store::redis::{tenant_segment, RedisStore};
+use idemkit::store::{Claim, ClaimRequest, RecordId, StoreOptions};
+use idemkit::testing::{random_key, random_tenant};
+use idemkit::{
+    CallContext, CallError, ErrorKind, Executor, KeyInput, KeyStrategy, Outcome, Policy,
+    RecordState, RetryBehavior, Status, Store, Token, Tool,
+};
+
+fn redis_url() -> Option<String> {
+    match std::env::var("IDEMKIT_REDIS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!("SKIPPED: IDEMKIT_REDIS_URL not set — run scripts/test.sh");
+            None
+        }
+    }
+}
+
+fn options(prefix: &str) -> StoreOptions {
+    StoreOptions {
+        key_prefix: Some(prefix.to_owned()),
+        ..StoreOptions::default()
+    }
+}
+
+fn unique_prefix() -> String {
+    format!("idemkit-test-{}:", &Token::random().hex()[..10])
+}
+
+/// A raw connection for looking at what the store wrote.
+async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+fn request<'a>(id: RecordId<'a>, token: Token, lease_ms: u64, ttl_ms: u64) -> ClaimRequest<'a> {
+    ClaimRequest {
+        id,
+        scope: "redis_test",
+        token,
+        lease_ms,
+        ttl_ms,
+        retry_failure: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_store_passes_the_conformance_suite() {
+    let Some(url) = redis_url() else { return };
+    let store = idemkit::store::open(&url, &options(&unique_prefix())).await.unwrap();
+    assert!(store.describe().starts_with("redis://"));
+    idemkit::testing::check_store(|| {
+        let store = store.clone();
+        async move { store }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn records_live_under_prefix_tenant_hex_and_key_with_native_expiry() {
+    let Some(url) = redis_url() else { return };
+    let store = RedisStore::connect(&url, &StoreOptions::default()).await.unwrap();
+    assert_eq!(store.prefix(), "idemkit:");
+    let mut conn = raw(&url).await;
+    let key = random_key();
+    let acme = random_tenant();
+    let tenants: [Option<&str>; 4] = [None, Some(""), Some(&acme), Some("Zürich ☃")];
+    for tenant in tenants {
+        let id = RecordId { tenant, key: &key };
+        let token = Token::random();
+        store.claim(&request(id, token, 60_000, 120_000)).await.unwrap();
+        let expected = match tenant {
+            None => format!("idemkit:_:{}", key.hex()),
+            Some(t) => format!("idemkit:t{}:{}", hex(t.as_bytes()), key.hex()),
+        };
+        assert_eq!(store.record_key(id), expected);
+        let kind: String = redis::cmd("TYPE").arg(&expected).query_async(&mut conn).await.unwrap();
+        assert_eq!(kind, "hash", "{expected}");
+        let (record, _) = store.get(id).await.unwrap();
+        let record = record.unwrap();
+        assert_eq!(record.tenant.as_deref(), tenant);
+        // Records expire natively exactly at expires_at.
+        let expire_at: i64 = redis::cmd("PEXPIRETIME").arg(&expected).query_async(&mut conn).await.unwrap();
+        assert_eq!(expire_at, record.expires_at, "{expected}");
+        let fields: Vec<String> = redis::cmd("HKEYS").arg(&expected).query_async(&mut conn).await.unwrap();
+        for field in ["v", "key", "scope", "state", "token", "claimed_at", "lease_end", "ttl_ms", "expires_at"] {
+            assert!(fields.iter().any(|f| f == field), "{expected} lacks {field}: {fields:?}");
+        }
+        assert_eq!(fields.iter().any(|f| f == "tenant"), tenant.is_some());
+        store.complete(id, token, &Outcome::success(r#"{"n":12345678901234567890}"#).unwrap(), 90_000).await.unwrap();
+        let outcome: String = redis::cmd("HGET").arg(&expected).arg("outcome").query_async(&mut conn).await.unwrap();
+        assert_eq!(outcome, r#"{"success":{"n":12345678901234567890}}"#);
+        let (record, _) = store.get(id).await.unwrap();
+        let expire_at: i64 = redis::cmd("PEXPIRETIME").arg(&expected).query_async(&mut conn).await.unwrap();
+        assert_eq!(expire_at, record.unwrap().expires_at);
+    }
+    assert_eq!(tenant_segment(Some("acme")), "t61636d65");
+    for tenant in tenants {
+        let _: i64 = redis::cmd("DEL").arg(store.record_key(RecordId { tenant, key: &key })).query_async(&mut conn).await.unwrap();
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn forget_scans_only_its_own_glob_escaped_prefix() {
+    let Some(url) = redis_url() else { return };
+    let run = &Token::random().hex()[..8];
+    // `*`, `?` and `[...]` in the prefix must match themselves only.
+    let special = format!("it-{run}*[ab]?:");
+    let lookalike = format!("it-{run}X[ab]?:");
+    let lookalike2 = format!("it-{run}*aZ:");
+    let mut stores = Vec::new();
+    for prefix in [&special, &lookalike, &lookalike2] {
+        stores.push(RedisStore::connect(&url, &options(prefix)).await.unwrap());
+    }
+    let tenant = random_tenant();
+    let key = random_key();
+    for store in &stores {
+        for t in [Some(tenant.as_str()), None] {
+            let id = RecordId { tenant: t, key: &key };
+            store.claim(&request(id, Token::random(), 60_000, 60_000)).await.unwrap();
+        }
+    }
+    assert_eq!(stores[0].forget(Some(&tenant)).await.unwrap(), 1);
+    assert_eq!(stores[0].forget(None).await.unwrap(), 1);
+    for store in &stores[1..] {
+        let id = RecordId { tenant: Some(&tenant), key: &key };
+        assert!(store.get(id).await.unwrap().0.is_some(), "{} lost a record", store.prefix());
+        assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 1);
+        assert_eq!(store.forget(None).await.unwrap(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn forget_deletes_many_records_in_batches() {
+    let Some(url) = redis_url() else { return };
+    let store = Arc::new(RedisStore::connect(&url, &options(&unique_prefix())).await.unwrap());
+    let tenant = random_tenant();
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let store = store.clone();
+        let tenant = tenant.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..150 {
+                let key = random_key();
+                let id = RecordId { tenant: Some(&tenant), key: &key };
+                store.claim(&request(id, Token::random(), 60_000, 60_000)).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 1200);
+    assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn purge_finds_records_expired_but_still_present() {
+    let Some(url) = redis_url() else { return };
+    let store = RedisStore::connect(&url, &options(&unique_prefix())).await.unwrap();
+    let mut conn = raw(&url).await;
+    let tenant = random_tenant();
+    let (stuck, live) = (random_key(), random_key());
+    for (key, ttl) in [(&stuck, 200), (&live, 600_000)] {
+        let id = RecordId { tenant: Some(&tenant), key };
+        let token = Token::random();
+        store.claim(&request(id, token, 100, ttl)).await.unwrap();
+    }
+    // Someone removed the native expiry: only the record's own expires_at still counts.
+    let stuck_key = store.record_key(RecordId { tenant: Some(&tenant), key: &stuck });
+    let persisted: i64 = redis::cmd("PERSIST").arg(&stuck_key).query_async(&mut conn).await.unwrap();
+    assert_eq!(persisted, 1);
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    assert_eq!(store.get(RecordId { tenant: Some(&tenant), key: &stuck }).await.unwrap().0, None, "expired records are invisible");
+    assert_eq!(store.purge_expired().await.unwrap(), 1);
+    let exists: i64 = redis::cmd("EXISTS").arg(&stuck_key).query_async(&mut conn).await.unwrap();
+    assert_eq!(exists, 0);
+    assert!(store.get(RecordId { tenant: Some(&tenant), key: &live }).await.unwrap().0.is_some());
+    assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 1);
+}
+
+/// Exactly one of many concurrent claimers takes over an expired record or a failure being
+/// retried; everyone else sees the winner's claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn takeovers_have_exactly_one_winner_under_contention() {
+    let Some(url) = redis_url() else { return };
+    let store: Arc<dyn Store> = Arc::new(RedisStore::connect(&url, &options(&unique_prefix())).await.unwrap());
+    contend_for_takeovers(store).await;
+}
+
+async fn contend_for_takeovers(store: Arc<dyn Store>) {
+    let tenant = random_tenant();
+    for round in 0..6 {
+        let key = random_key();
+        let id = RecordId { tenant: Some(&tenant), key: &key };
+        let first = Token::random();
+        let retry_failure = round % 2 == 1;
+        if retry_failure {
+            store.claim(&request(id, first, 60_000, 60_000)).await.unwrap();
+            let failure = Outcome::Failure(idemkit::Failure::new("Boom", "no"));
+            store.complete(id, first, &failure, 60_000).await.unwrap();
+        } else {
+            store.claim(&request(id, first, 10, 10)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        let start = Arc::new(tokio::sync::Barrier::new(64));
+        let mut tasks = Vec::new();
+        for _ in 0..64 {
+            let (store, start, tenant) = (store.clone(), start.clone(), tenant.clone());
+            tasks.push(tokio::spawn(async move {
+                start.wait().await;
+                let id = RecordId { tenant: Some(&tenant), key: &key };
+                let token = Token::random();
+                let mut r = request(id, token, 60_000, 60_000);
+                r.retry_failure = retry_failure;
+                (token, store.claim(&r).await.unwrap().claim)
+            }));
+        }
+        let mut winners = Vec::new();
+        let mut holders = Vec::new();
+        for t in tasks {
+            match t.await.unwrap() {
+                (token, Claim::Acquired { .. }) => winners.push(token),
+                (_, Claim::InProgress(r)) => holders.push(r.token),
+                (_, other) => panic!("round {round}: unexpected {other:?}"),
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        assert!(holders.iter().all(|h| *h == winners[0]), "round {round}: everyone sees the winner");
+        let (record, _) = store.get(id).await.unwrap();
+        assert_eq!(record.unwrap().token, winners[0]);
+    }
+    store.forget(Some(&tenant)).await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Private servers: eviction policy, authentication, outages.
+
+struct PrivateRedis {
+    child: Child,
+    port: u16,
+    args: Vec<String>,
+}
+
+impl PrivateRedis {
+    /// A `redis-server` on a free port, or `None` (and a loud skip) when the binary is missing.
+    fn start(extra: &[&str]) -> Option<PrivateRedis> {
+        let port = free_port();
+        let args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let child = spawn_redis(port, &args)?;
+        let server = PrivateRedis { child, port, args };
+        server.wait_ready();
+        Some(server)
+    }
+
+    fn url(&self, auth: &str) -> String {
+        format!("redis://{auth}127.0.0.1:{}/0", self.port)
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // The port is closed once the process is gone.
+        for _ in 0..100 {
+            if TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn restart(&mut self) {
+        self.child = spawn_redis(self.port, &self.args).expect("redis-server ran before");
+        self.wait_ready();
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+                if s.write_all(b"PING\r\n").is_ok() {
+                    let mut buf = [0u8; 64];
+                    if let Ok(n) = s.read(&mut buf) {
+                        // +PONG, or -NOAUTH when a password is set: either way it answers.
+                        if n > 0 {
+                            return;
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("private redis-server on port {} did not start", self.port);
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn_redis(port: u16, extra: &[String]) -> Option<Child> {
+    let mut command = Command::new("redis-server");
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args(["--daemonize", "no", "--dir", &std::env::temp_dir().to_string_lossy()])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    match command.spawn() {
+        Ok(child) => Some(child),
+        Err(e) => {
+            eprintln!("SKIPPED: cannot start redis-server ({e}) — run scripts/services.sh start");
+            None
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicting_maxmemory_policy_is_refused_unless_allowed() {
+    if redis_url().is_none() {
+        return;
+    }
+    let Some(server) = PrivateRedis::start(&["--maxmemory-policy", "allkeys-lru", "--maxmemory", "64mb"]) else {
+        return;
+    };
+    let url = server.url("");
+    let error = RedisStore::connect(&url, &StoreOptions::default()).await.unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("allkeys-lru") && text.contains("noeviction") && text.contains("allow_evicting"), "{text}");
+    let error = idemkit::store::open(&url, &StoreOptions::default()).await.err().expect("refused");
+    assert_eq!(error.kind(), ErrorKind::Configuration);
+    let allowed = StoreOptions { allow_evicting: true, ..StoreOptions::default() };
+    let store = RedisStore::connect(&url, &allowed).await.unwrap();
+    let key = random_key();
+    let reply = store.claim(&request(RecordId { tenant: None, key: &key }, Token::random(), 1000, 1000)).await.unwrap();
+    assert!(matches!(reply.claim, Claim::Acquired { .. }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passwords_authenticate_and_never_show_in_descriptions() {
+    if redis_url().is_none() {
+        return;
+    }
+    let Some(server) = PrivateRedis::start(&["--requirepass", "s3cret-pw", "--maxmemory-policy", "noeviction"]) else {
+        return;
+    };
+    let store = idemkit::store::open(&server.url(":s3cret-pw@"), &StoreOptions::default()).await.unwrap();
+    assert!(!store.describe().contains("s3cret"), "{}", store.describe());
+    let key = random_key();
+    let reply = store.claim(&request(RecordId { tenant: None, key: &key }, Token::random(), 1000, 1000)).await.unwrap();
+    assert!(matches!(reply.claim, Claim::Acquired { .. }));
+    let error = idemkit::store::open(&server.url(":wrong-pw@"), &StoreOptions::default()).await.err().expect("wrong password refused");
+    assert!(!error.to_string().contains("wrong-pw"), "{error}");
+}
+
+fn tool(name: &str, lease: Duration) -> Tool {
+    Tool::new(name, Policy::new(KeyStrategy::Explicit).with_lease(lease)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_outage_fails_calls_unrun_and_the_same_store_recovers() {
+    if redis_url().is_none() {
+        return;
+    }
+    let Some(mut server) = PrivateRedis::start(&["--maxmemory-policy", "noeviction"]) else {
+        return;
+    };
+    let store = idemkit::store::open(&server.url(""), &StoreOptions::default()).await.unwrap();
+    let executor = Executor::new(store);
+    let send = tool("send_during_outage", Duration::from_secs(30));
+    let context = CallContext::new().tenant("outage");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let call = |key: &'static str| {
+        let runs = runs.clone();
+        let executor = executor.clone();
+        let send = send.clone();
+        let context = context.clone();
+        async move {
+            executor
+                .call(&send, &context, KeyInput::Explicit(key), |_| async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, std::io::Error>(key.len())
+                })
+                .await
+        }
+    };
+    assert_eq!(call("before").await.unwrap(), 6);
+    assert_eq!(call("before").await.unwrap(), 6);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    server.stop();
+    for key in ["during-1", "during-2", "during-3"] {
+        let started = Instant::now();
+        match call(key).await {
+            Err(CallError::Idempotency(e)) => assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{e}"),
+            other => panic!("expected store-unavailable, got {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(8), "failing took {:?}", started.elapsed());
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "no body runs while the store is down");
+
+    server.restart();
+    // Scripts are gone with the old process: EVALSHA falls back to loading them.
+    assert_eq!(call("after").await.unwrap(), 5, "the first call after the outage works");
+    assert_eq!(call("after").await.unwrap(), 5);
+    for i in 0..8 {
+        let key: &'static str = Box::leak(format!("after-{i}").into_boxed_str());
+        call(key).await.unwrap();
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 10);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A claim holder killed mid-call.
+
+const CHILD_ENV: &str = "IDEMKIT_REDIS_HANG_CHILD";
+
+/// Not a test of its own: the body of the child process that `a_holder_killed_mid_call_...`
+/// starts (it claims a key, says so, and hangs until it is killed). Does nothing otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_process_claims_and_hangs() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
+    let parts: Vec<&str> = spec.split(' ').collect();
+    let [url, key, tenant] = parts[..] else { panic!("url, key and tenant expected") };
+    let store = idemkit::store::open(url, &StoreOptions::default()).await.unwrap();
+    let executor = Executor::new(store);
+    let context = CallContext::new().tenant(tenant);
+    let _ = executor
+        .call(&tool("charge_card", Duration::from_secs(2)), &context, KeyInput::Explicit(key), |_| async {
+            println!("CLAIMED");
+            std::io::stdout().flush().unwrap();
+            tokio::time::sleep(Duration::from_secs(120)).await;
+            Ok::<_, std::io::Error>(())
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_holder_killed_mid_call_leaves_an_in_progress_claim_that_becomes_indeterminate() {
+    let Some(url) = redis_url() else { return };
+    let key = format!("order-{}", Token::random().hex());
+    let tenant = random_tenant();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_process_claims_and_hangs", "--nocapture", "--test-threads", "1"])
+        .env(CHILD_ENV, format!("{url} {key} {tenant}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let claimed = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout).lines().map_while(Result::ok).any(|line| line.contains("CLAIMED"))
+    });
+    let claimed = tokio::time::timeout(Duration::from_secs(30), claimed).await;
+    child.kill().unwrap(); // SIGKILL: no destructor, no release
+    child.wait().unwrap();
+    assert!(matches!(claimed, Ok(Ok(true))), "the child never claimed the key");
+
+    let store = idemkit::store::open(&url, &StoreOptions::default()).await.unwrap();
+    let charge = tool("charge_card", Duration::from_secs(2));
+    let context = CallContext::new().tenant(tenant.clone());
+    let derived = idemkit::derive_key(
+        &idemkit::KeyScope { scope: "charge_card", tenant: Some(&tenant), run: None },
+        KeyInput::Explicit(&key),
+        &[],
+    )
+    .unwrap();
+    let id = RecordId { tenant: Some(&tenant), key: &derived };
+    let (record, now) = store.get(id).await.unwrap();
+    let record = record.expect("the killed holder's claim is still there");
+    assert_eq!(record.state, RecordState::InProgress);
+    assert_eq!(record.status(now), Status::InProgress, "within the lease it is in progress");
+
+    // A caller that fails fast sees it in progress; a waiting caller waits out the lease and
+    // then gets the indeterminate outcome. Neither runs the body.
+    let executor = Executor::new(store.clone());
+    let fast = Tool::new(
+        "charge_card",
+        Policy::new(KeyStrategy::Explicit).with_lease(Duration::from_secs(2)).with_on_cache_hit(RetryBehavior::FailFast),
+    )
+    .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let body = |ran: Arc<AtomicUsize>| {
+        move |_| async move {
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::io::Error>(())
+        }
+    };
+    let early = executor.call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone())).await;
+    assert_eq!(early.unwrap_err().idempotency().map(|e| e.kind()), Some(ErrorKind::FailFast));
+    let started = Instant::now();
+    let late = executor.call(&charge, &context, KeyInput::Explicit(&key), body(ran.clone())).await;
+    let error = late.unwrap_err();
+    assert_eq!(error.idempotency().map(|e| e.kind()), Some(ErrorKind::Indeterminate), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let (record, now) = store.get(id).await.unwrap();
+    assert_eq!(record.unwrap().status(now), Status::Abandoned);
+    let again = executor.call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone())).await;
+    assert_eq!(again.unwrap_err().idempotency().map(|e| e.kind()), Some(ErrorKind::Indeterminate));
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran again");
+    store.forget(Some(&tenant)).await.unwrap();
+}
