@@ -1,0 +1,405 @@
+//! What each export does, in plain Rust over `Env`: open stores, build tools, and step calls
+//! through the executor's two-step protocol (`prepare` → `advance` → `succeed`/`fail`).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use idemkit::key::KeyError;
+use idemkit::store::StoreOptions;
+use idemkit::{
+    CallContext, CanonicalValue, Error, Executor, Failure as BodyFailure, KeyInput, KeyStrategy,
+    Policy, Recording, RetryBehavior, Step, Tool,
+};
+use jni::objects::{JByteArray, JLongArray, JObjectArray, JString};
+use jni::sys::{jint, jlong};
+use jni::Env;
+
+use crate::boundary::{Failure, Result};
+use crate::handles::{self, AttemptHandle, StoreHandle};
+
+/// Step codes written to `out[1]` (mirrored in `NativeBridge.java`).
+pub(crate) const STEP_RUN: jlong = 0;
+pub(crate) const STEP_REPLAY: jlong = 1;
+pub(crate) const STEP_PENDING: jlong = 2;
+
+/// No native call blocks longer than this, whatever Java asks (SPEC §7).
+const MAX_BUDGET: Duration = Duration::from_millis(100);
+
+fn string(env: &Env<'_>, s: &JString<'_>) -> Result<Option<String>> {
+    if s.is_null() {
+        return Ok(None);
+    }
+    Ok(Some(s.try_to_string(env)?))
+}
+
+fn strings(
+    env: &mut Env<'_>,
+    array: &JObjectArray<'_, JString<'_>>,
+) -> Result<Option<Vec<String>>> {
+    if array.is_null() {
+        return Ok(None);
+    }
+    let len = array.len(env)?;
+    let mut out = Vec::with_capacity(len);
+    for i in 0..len {
+        let item: JString = array.get_element(env, i)?;
+        out.push(string(env, &item)?.unwrap_or_default());
+    }
+    Ok(Some(out))
+}
+
+fn bytes(env: &Env<'_>, array: &JByteArray<'_>, length: jint) -> Result<Vec<u8>> {
+    let length = usize::try_from(length)
+        .map_err(|_| Failure::IllegalArgument(format!("negative input length {length}")))?;
+    let mut buf = vec![0i8; length];
+    array.get_region(env, 0, &mut buf)?;
+    // i8 → u8 reinterprets each byte.
+    Ok(buf.into_iter().map(|b| b as u8).collect())
+}
+
+fn text(bytes: &[u8]) -> Result<&str> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        Failure::IllegalArgument(format!("the input is not UTF-8 ({e}); a binding bug"))
+    })
+}
+
+pub(crate) fn store_open(
+    env: &mut Env<'_>,
+    url: &JString<'_>,
+    key_prefix: &JString<'_>,
+    table: &JString<'_>,
+    allow_evicting: bool,
+    max_outcome_bytes: jlong,
+) -> Result<jlong> {
+    let url = string(env, url)?.ok_or(Failure::IllegalArgument("the store URL is null".into()))?;
+    let options = StoreOptions {
+        key_prefix: string(env, key_prefix)?,
+        table: string(env, table)?,
+        allow_evicting,
+        max_outcome_bytes: usize::try_from(max_outcome_bytes).ok().filter(|&m| m > 0),
+    };
+    let store = idemkit::runtime::block_on(idemkit::store::open(&url, &options))?;
+    Ok(handles::store_into_handle(Arc::new(StoreHandle {
+        executor: Executor::new(store),
+    })))
+}
+
+pub(crate) fn store_forget(env: &mut Env<'_>, store: jlong, tenant: &JString<'_>) -> Result<jlong> {
+    let store = handles::store(store)?;
+    let tenant = string(env, tenant)?;
+    let forgotten = idemkit::runtime::block_on(store.executor.store().forget(tenant.as_deref()))
+        .map_err(|e| store_error("forget", &store, e))?;
+    Ok(forgotten as jlong)
+}
+
+pub(crate) fn store_purge_expired(store: jlong) -> Result<jlong> {
+    let store = handles::store(store)?;
+    let purged = idemkit::runtime::block_on(store.executor.store().purge_expired())
+        .map_err(|e| store_error("purgeExpired", &store, e))?;
+    Ok(purged as jlong)
+}
+
+fn store_error(operation: &str, store: &StoreHandle, error: idemkit::StoreError) -> Failure {
+    Failure::Idemkit(Error::StoreUnavailable {
+        tool: operation.to_owned(),
+        message: format!("{error} ({})", store.executor.store().describe()),
+    })
+}
+
+pub(crate) fn store_describe<'l>(env: &mut Env<'l>, store: jlong) -> Result<JString<'l>> {
+    let store = handles::store(store)?;
+    Ok(JString::from_str(env, store.executor.store().describe())?)
+}
+
+pub(crate) fn store_event_counts<'l>(env: &mut Env<'l>, store: jlong) -> Result<JLongArray<'l>> {
+    let store = handles::store(store)?;
+    let counts: Vec<jlong> = idemkit::EventKind::ALL
+        .iter()
+        .map(|k| store.executor.events().count(*k) as jlong)
+        .collect();
+    let array = JLongArray::new(env, counts.len())?;
+    array.set_region(env, 0, &counts)?;
+    Ok(array)
+}
+
+fn seconds(tool: &str, field: &str, value: jlong) -> Result<Duration> {
+    if value <= 0 {
+        return Err(Failure::Idemkit(Error::Configuration(format!(
+            "{field} must be > 0 on `{tool}`; it was {value}"
+        ))));
+    }
+    Ok(Duration::from_secs(value as u64))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn tool_new(
+    env: &mut Env<'_>,
+    name: &JString<'_>,
+    strategy: &JString<'_>,
+    ttl_seconds: jlong,
+    on_cache_hit: &JString<'_>,
+    cache_failures: bool,
+    key_arguments: &JObjectArray<'_, JString<'_>>,
+    lease_seconds: jlong,
+    timeout_ms: jlong,
+    parameters: &JObjectArray<'_, JString<'_>>,
+) -> Result<jlong> {
+    let name = string(env, name)?.unwrap_or_default();
+    let strategy_name = string(env, strategy)?.unwrap_or_default();
+    let strategy = KeyStrategy::from_name(&strategy_name)
+        .ok_or_else(|| Failure::IllegalArgument(format!("unknown strategy {strategy_name}")))?;
+    let behavior_name = string(env, on_cache_hit)?.unwrap_or_default();
+    let on_cache_hit = RetryBehavior::from_name(&behavior_name)
+        .ok_or_else(|| Failure::IllegalArgument(format!("unknown onCacheHit {behavior_name}")))?;
+    let policy = Policy::new(strategy)
+        .with_ttl(seconds(&name, "ttlSeconds", ttl_seconds)?)
+        .with_lease(seconds(&name, "leaseSeconds", lease_seconds)?)
+        .with_on_cache_hit(on_cache_hit)
+        .with_cache_failures(cache_failures)
+        .with_key_arguments(strings(env, key_arguments)?.unwrap_or_default());
+    let timeout = match timeout_ms {
+        0 => None,
+        t if t < 0 => {
+            return Err(Failure::Idemkit(Error::Configuration(format!(
+                "timeoutMs must be > 0 on `{name}`; it was {t}. Leave it 0 for no deadline"
+            ))))
+        }
+        t => Some(Duration::from_millis(t as u64)),
+    };
+    let tool = Tool::with_timeout(name, policy, timeout)?;
+    if let Some(parameters) = strings(env, parameters)? {
+        tool.check_parameters(&parameters)?;
+    }
+    Ok(handles::tool_into_handle(tool))
+}
+
+/// Writes the step (and the attempt handle, if any) to `out`, returning the replay bytes.
+fn answer<'l>(
+    env: &mut Env<'l>,
+    out: &JLongArray<'_>,
+    step: Step,
+    handle: jlong,
+) -> Result<JByteArray<'l>> {
+    let (code, replay) = match step {
+        Step::Run => (STEP_RUN, None),
+        Step::Replay(json) => (STEP_REPLAY, Some(json)),
+        Step::Pending => (STEP_PENDING, None),
+    };
+    out.set_region(env, 0, &[handle, code])?;
+    Ok(match replay {
+        Some(json) => env.byte_array_from_slice(json.as_bytes())?,
+        None => JByteArray::default(),
+    })
+}
+
+fn budget(ms: jint) -> Duration {
+    Duration::from_millis(ms.max(1) as u64).min(MAX_BUDGET)
+}
+
+/// An explicit key crosses as a JSON string literal (non-ASCII escaped), so that a lone
+/// surrogate reaches the key module's parser and is refused there.
+fn explicit_key(tool: &Tool, literal: &str) -> Result<String> {
+    let invalid = |source: KeyError| Error::InvalidKey {
+        tool: tool.name().to_owned(),
+        source,
+    };
+    match CanonicalValue::parse(literal) {
+        Ok(CanonicalValue::String(key)) => Ok(key),
+        Ok(_) => Err(Failure::IllegalArgument(
+            "an explicit key must cross as a JSON string".into(),
+        )),
+        Err(KeyError::LoneSurrogate { offset, code, .. }) => {
+            Err(invalid(KeyError::LoneSurrogate {
+                path: "explicit key".into(),
+                offset,
+                code,
+            })
+            .into())
+        }
+        Err(other) => Err(invalid(other).into()),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn begin<'l>(
+    env: &mut Env<'l>,
+    store: jlong,
+    tool: jlong,
+    tenant: &JString<'_>,
+    run: &JString<'_>,
+    input: &JByteArray<'_>,
+    length: jint,
+    explicit: bool,
+    budget_ms: jint,
+    out: &JLongArray<'_>,
+) -> Result<JByteArray<'l>> {
+    let store = handles::store(store)?;
+    let tool = handles::tool(tool)?;
+    let context = CallContext {
+        tenant: string(env, tenant)?,
+        run: string(env, run)?,
+    };
+    let input = if input.is_null() {
+        None
+    } else {
+        Some(bytes(env, input, length)?)
+    };
+    let explicit_key = match (&input, explicit) {
+        (Some(input), true) => Some(explicit_key(tool, text(input)?)?),
+        _ => None,
+    };
+    let key_input = match (&input, &explicit_key) {
+        (_, Some(key)) => KeyInput::Explicit(key),
+        (Some(input), None) => KeyInput::Json(text(input)?),
+        // UUID and NONE read no input.
+        (None, None) => KeyInput::Json("null"),
+    };
+    let executor = store.executor.clone();
+    let mut attempt = executor.prepare(tool, &context, key_input)?;
+    let step = idemkit::runtime::block_on(executor.advance(&mut attempt, Some(budget(budget_ms))))?;
+    let handle = match step {
+        Step::Replay(_) => 0,
+        _ => handles::attempt_into_handle(AttemptHandle {
+            executor,
+            attempt: Mutex::new(attempt),
+        }),
+    };
+    answer(env, out, step, handle)
+}
+
+fn locked(handle: &AttemptHandle) -> std::sync::MutexGuard<'_, idemkit::Attempt> {
+    handle.attempt.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) fn advance<'l>(
+    env: &mut Env<'l>,
+    attempt: jlong,
+    budget_ms: jint,
+    out: &JLongArray<'_>,
+) -> Result<JByteArray<'l>> {
+    let handle = handles::attempt(attempt)?;
+    let step = {
+        let mut guard = locked(handle);
+        idemkit::runtime::block_on(handle.executor.advance(&mut guard, Some(budget(budget_ms))))?
+    };
+    answer(env, out, step, attempt)
+}
+
+pub(crate) fn attempt_key<'l>(env: &mut Env<'l>, attempt: jlong) -> Result<JString<'l>> {
+    let handle = handles::attempt(attempt)?;
+    let key = locked(handle).key_text();
+    Ok(match key {
+        Some(key) => JString::from_str(env, key)?,
+        None => JString::default(),
+    })
+}
+
+fn recording<'l>(env: &mut Env<'l>, recording: Recording) -> Result<JString<'l>> {
+    Ok(match recording {
+        Recording::Recorded | Recording::Unprotected => JString::default(),
+        Recording::Failed(detail) => JString::from_str(env, detail)?,
+    })
+}
+
+pub(crate) fn succeed<'l>(
+    env: &mut Env<'l>,
+    attempt: jlong,
+    result: &JByteArray<'_>,
+    length: jint,
+) -> Result<JString<'l>> {
+    let handle = handles::attempt(attempt)?;
+    let result = bytes(env, result, length)?;
+    let result = text(&result)?;
+    let done = {
+        let mut guard = locked(handle);
+        idemkit::runtime::block_on(handle.executor.succeed(&mut guard, result))
+    };
+    recording(env, done)
+}
+
+pub(crate) fn fail<'l>(
+    env: &mut Env<'l>,
+    attempt: jlong,
+    error_type: &JString<'_>,
+    message: &JString<'_>,
+) -> Result<JString<'l>> {
+    let handle = handles::attempt(attempt)?;
+    let failure = BodyFailure::new(
+        string(env, error_type)?.unwrap_or_default(),
+        string(env, message)?.unwrap_or_default(),
+    );
+    let done = {
+        let mut guard = locked(handle);
+        idemkit::runtime::block_on(handle.executor.fail(&mut guard, &failure))
+    };
+    recording(env, done)
+}
+
+pub(crate) fn abandon_unrun(attempt: jlong) -> Result<()> {
+    let handle = handles::attempt(attempt)?;
+    let mut guard = locked(handle);
+    idemkit::runtime::block_on(handle.executor.abandon_unrun(&mut guard));
+    Ok(())
+}
+
+pub(crate) fn overran(attempt: jlong) -> Result<bool> {
+    let handle = handles::attempt(attempt)?;
+    let deadline = locked(handle).deadline();
+    Ok(deadline.is_some_and(|d| std::time::Instant::now() >= d))
+}
+
+/// Test support: a panic inside a native call.
+pub(crate) fn provoke_panic() -> Result<()> {
+    panic!("provoked by NativeTestSupport.panic()");
+}
+
+/// Test support: an error of each kind, as the executor would raise it.
+pub(crate) fn provoke_kind(code: jint) -> Result<()> {
+    use idemkit::ErrorKind as K;
+    let tool = "test_tool".to_owned();
+    let key = "0".repeat(64);
+    let kind = K::from_code(code)
+        .ok_or_else(|| Failure::IllegalArgument(format!("no error kind has code {code}")))?;
+    let error = match kind {
+        K::InvalidKey => Error::InvalidKey {
+            tool,
+            source: KeyError::BlankExplicitKey,
+        },
+        K::Configuration => {
+            Error::Configuration("ttlSeconds must be > 0 on `test_tool`; it was 0".into())
+        }
+        K::CachedFailure => Error::CachedFailure {
+            tool,
+            key,
+            error_type: "java.io.IOException".into(),
+            message: "disk full".into(),
+        },
+        K::FailFast => Error::FailFast {
+            tool,
+            key,
+            state: "completed",
+        },
+        K::InProgress => Error::InProgress {
+            tool,
+            key,
+            waited_ms: 5,
+        },
+        K::Indeterminate => Error::Indeterminate { tool, key },
+        K::StoreUnavailable => Error::StoreUnavailable {
+            tool,
+            message: "connection refused".into(),
+        },
+        K::OutcomeTooLarge => Error::OutcomeTooLarge {
+            tool,
+            key,
+            bytes: 2 << 20,
+        },
+        K::Timeout => Error::Timeout {
+            tool,
+            key,
+            timeout_ms: 10,
+        },
+        K::Internal => Error::Internal("provoked".into()),
+    };
+    Err(Failure::Idemkit(error))
+}

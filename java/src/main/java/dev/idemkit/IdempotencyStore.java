@@ -1,0 +1,26 @@
+package dev.idemkit;
+
+import java.util.Map;
+
+/**
+ * Where records live (SPEC §4). One store can back several dispatchers; close it when the last is
+ * done. Implementations: {@link InMemoryIdempotencyStore}, {@link RedisIdempotencyStore},
+ * {@link PostgresIdempotencyStore}, all run by the native core.
+ */
+public interface IdempotencyStore extends AutoCloseable {
+    /** Deletes every record of {@code tenant} (null: the records without a tenant); answers how many. */
+    long forget(String tenant);
+
+    /** Deletes expired records now (they are invisible anyway); answers how many. */
+    long purgeExpired();
+
+    /** A short description without secrets ({@code memory}, {@code redis://127.0.0.1:6379/}, ...). */
+    String describe();
+
+    /** How many times each event happened on this store (acquired, deduplicated, waited, ...). */
+    Map<String, Long> eventCounts();
+
+    /** Closes the store; calls in flight finish first. Safe to call twice. */
+    @Override
+    void close();
+}

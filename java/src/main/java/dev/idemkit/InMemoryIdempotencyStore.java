@@ -1,0 +1,16 @@
+package dev.idemkit;
+
+/**
+ * Records in this process only (the native sharded memory store): the default, for tests and
+ * single-process apps. Waiters are woken by notification. Nothing survives a restart.
+ */
+public final class InMemoryIdempotencyStore extends NativeIdempotencyStore {
+    public InMemoryIdempotencyStore() {
+        super("memory:", null, null, false);
+    }
+
+    @Override
+    boolean inProcessOnly() {
+        return true;
+    }
+}

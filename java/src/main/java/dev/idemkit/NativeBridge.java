@@ -1,0 +1,70 @@
+package dev.idemkit;
+
+/**
+ * The native methods of {@code idemkit_jni}. Handles are native pointers as {@code long}s; 0 is
+ * never a live handle (a call on 0 throws {@link NullPointerException}). No method blocks for more
+ * than about 100 ms: {@link #begin} and {@link #advance} answer {@link #STEP_PENDING} and the
+ * caller loops.
+ */
+final class NativeBridge {
+    static final int STEP_RUN = 0;
+    static final int STEP_REPLAY = 1;
+    static final int STEP_PENDING = 2;
+
+    static {
+        NativeLibrary.load();
+    }
+
+    private NativeBridge() {
+    }
+
+    /** Opens a store by URL ({@code memory:}, {@code redis://}, {@code postgres://}). */
+    static native long storeOpen(String url, String keyPrefix, String table, boolean allowEvicting, long maxOutcomeBytes);
+
+    static native void storeDestroy(long store);
+
+    /** Deletes every record of {@code tenant} (null: the records without a tenant). */
+    static native long storeForget(long store, String tenant);
+
+    static native long storePurgeExpired(long store);
+
+    static native String storeDescribe(long store);
+
+    /** Event counts in the core's order: acquired, deduplicated, waited, wait_timed_out, failed_fast, indeterminate, released, store_error, record_failed. */
+    static native long[] storeEventCounts(long store);
+
+    /** Builds and validates a tool; {@code parameters} null skips the keyArguments check. */
+    static native long toolNew(String name, String strategy, long ttlSeconds, String onCacheHit, boolean cacheFailures,
+            String[] keyArguments, long leaseSeconds, long timeoutMs, String[] parameters);
+
+    static native void toolDestroy(long tool);
+
+    /**
+     * Derives the key and claims it, waiting at most {@code budgetMs}. Writes the attempt handle
+     * (0 when replayed) to {@code out[0]} and the step to {@code out[1]}; answers the remembered
+     * result's JSON bytes for {@link #STEP_REPLAY}, else null. {@code input} is ASCII JSON (the
+     * input, or the explicit key as a string literal with {@code explicit}); null for UUID/NONE.
+     */
+    static native byte[] begin(long store, long tool, String tenant, String run, byte[] input, int length,
+            boolean explicit, int budgetMs, long[] out);
+
+    /** Keeps waiting after {@link #STEP_PENDING}; same answers as {@link #begin}. */
+    static native byte[] advance(long attempt, int budgetMs, long[] out);
+
+    /** The 64-hex key, the UUID, or null (NONE). */
+    static native String attemptKey(long attempt);
+
+    /** Records the body's result (JSON bytes); answers null, or why it could not be recorded. */
+    static native String succeed(long attempt, byte[] result, int length);
+
+    /** Records or releases after the body threw; answers null, or why that failed. */
+    static native String fail(long attempt, String errorType, String message);
+
+    /** Releases a claim whose body never ran. */
+    static native void abandonUnrun(long attempt);
+
+    /** Whether the call's deadline ({@code timeoutMs}) has passed. */
+    static native boolean overran(long attempt);
+
+    static native void attemptDestroy(long attempt);
+}

@@ -1,0 +1,92 @@
+package dev.idemkit;
+
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * A store run by the native core, opened by URL. {@link #close()} is atomic and idempotent and waits
+ * for no one: the native store is freed when the last in-flight call has let go of it. A
+ * {@link Cleaner} closes a store that was never closed, as a safety net only.
+ */
+public abstract class NativeIdempotencyStore implements IdempotencyStore {
+    static final Cleaner CLEANER = Cleaner.create();
+    private static final String[] EVENTS = {"acquired", "deduplicated", "waited", "wait_timed_out", "failed_fast",
+        "indeterminate", "released", "store_error", "record_failed"};
+
+    final NativeHandle handle;
+    private final Cleaner.Cleanable cleanable;
+    private final String description;
+
+    NativeIdempotencyStore(String url, String keyPrefix, String table, boolean allowEvicting) {
+        long h = NativeBridge.storeOpen(url, keyPrefix, table, allowEvicting, 0);
+        String described = NativeBridge.storeDescribe(h);
+        this.description = described;
+        this.handle = new NativeHandle(h, NativeBridge::storeDestroy, "the idempotency store " + described);
+        this.cleanable = CLEANER.register(this, handle);
+    }
+
+    /** Whether records live only in this process (a warning is logged for REQUIRED tools on it). */
+    boolean inProcessOnly() {
+        return false;
+    }
+
+    @Override
+    public long forget(String tenant) {
+        long h = handle.acquire();
+        try {
+            return NativeBridge.storeForget(h, tenant);
+        } finally {
+            handle.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
+    public long purgeExpired() {
+        long h = handle.acquire();
+        try {
+            return NativeBridge.storePurgeExpired(h);
+        } finally {
+            handle.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
+    public String describe() {
+        return description;
+    }
+
+    @Override
+    public Map<String, Long> eventCounts() {
+        long h = handle.acquire();
+        try {
+            long[] counts = NativeBridge.storeEventCounts(h);
+            Map<String, Long> out = new LinkedHashMap<>();
+            for (int i = 0; i < EVENTS.length && i < counts.length; i++) {
+                out.put(EVENTS[i], counts[i]);
+            }
+            return out;
+        } finally {
+            handle.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Whether {@link #close()} was called. */
+    public boolean isClosed() {
+        return handle.isClosed();
+    }
+
+    @Override
+    public void close() {
+        cleanable.clean();
+    }
+
+    @Override
+    public String toString() {
+        return getClass().getSimpleName() + "[" + description + (isClosed() ? ", closed" : "") + "]";
+    }
+}

@@ -1,0 +1,340 @@
+package dev.idemkit;
+
+import com.fasterxml.jackson.databind.JavaType;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
+import com.fasterxml.jackson.databind.ObjectWriter;
+import com.fasterxml.jackson.databind.introspect.BeanPropertyDefinition;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Parameter;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/** One {@link Tool} method: how its input binds to parameters, its policy, and its native tool. */
+final class RegisteredTool {
+    private enum Slot { NAMED, WHOLE_INPUT, CONTEXT }
+
+    private static final class Param {
+        final Slot slot;
+        final String name;
+        final JavaType type;
+        final Class<?> raw;
+
+        Param(Slot slot, String name, JavaType type, Class<?> raw) {
+            this.slot = slot;
+            this.name = name;
+            this.type = type;
+            this.raw = raw;
+        }
+    }
+
+    final String name;
+    final String description;
+    final Object target;
+    final Method method;
+    final IdempotencyHint hint;
+    final KeyStrategy strategy;
+    final IdempotencyKeySupplier supplier;
+    final IdempotentInvoker.NativeTool nativeTool;
+    final IdempotentInvoker.ResultCodec codec;
+    final JavaType returnType;
+    private final Param[] params;
+    private final Set<String> names;
+    private final boolean wholeInput;
+    private final ObjectMapper mapper;
+
+    private RegisteredTool(String name, String description, Object target, Method method, IdempotencyHint hint,
+            KeyStrategy strategy, IdempotencyKeySupplier supplier, IdempotentInvoker.NativeTool nativeTool,
+            JavaType returnType, Param[] params, ObjectMapper mapper) {
+        this.name = name;
+        this.description = description;
+        this.target = target;
+        this.method = method;
+        this.hint = hint;
+        this.strategy = strategy;
+        this.supplier = supplier;
+        this.nativeTool = nativeTool;
+        this.returnType = returnType;
+        this.params = params;
+        this.mapper = mapper;
+        Set<String> named = new LinkedHashSet<>();
+        boolean whole = false;
+        for (Param p : params) {
+            if (p.slot == Slot.NAMED) {
+                named.add(p.name);
+            }
+            whole |= p.slot == Slot.WHOLE_INPUT;
+        }
+        this.names = Collections.unmodifiableSet(named);
+        this.wholeInput = whole;
+        boolean isVoid = method.getReturnType() == void.class || method.getReturnType() == Void.class;
+        ObjectWriter writer = mapper.writerFor(returnType);
+        ObjectReader reader = mapper.readerFor(returnType);
+        this.codec = new IdempotentInvoker.ResultCodec() {
+            @Override
+            public byte[] encode(Object result) throws Exception {
+                return isVoid || result == null ? "null".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
+                        : writer.writeValueAsBytes(result);
+            }
+
+            @Override
+            public Object decode(byte[] json) throws Exception {
+                return isVoid ? null : reader.readValue(json);
+            }
+        };
+    }
+
+    /** Reads a {@link Tool} method and builds its native tool (the core validates the policy). */
+    static RegisteredTool of(Object target, Method method, ObjectMapper mapper) {
+        Tool tool = method.getAnnotation(Tool.class);
+        String name = tool.name().isEmpty() ? method.getName() : tool.name();
+        Idempotent policy = method.getAnnotation(Idempotent.class);
+        if (policy == null) {
+            policy = method.getDeclaringClass().getAnnotation(Idempotent.class);
+        }
+        if (policy == null) {
+            policy = target.getClass().getAnnotation(Idempotent.class);
+        }
+        KeyStrategy strategy = policy == null ? KeyStrategy.NONE : policy.strategy();
+        String where = "tool `" + name + "` (" + method.getDeclaringClass().getName() + "." + method.getName() + ")";
+
+        if (tool.idempotencyHint() == IdempotencyHint.REQUIRED
+                && (policy == null || !(strategy == KeyStrategy.HASH_INPUT || strategy == KeyStrategy.EXPLICIT)
+                        || policy.ttlSeconds() <= 0)) {
+            throw new IllegalStateException(where + " is declared idempotencyHint = REQUIRED but "
+                    + (policy == null ? "has no @Idempotent policy"
+                            : policy.ttlSeconds() <= 0 ? "its ttlSeconds is " + policy.ttlSeconds()
+                                    : "its strategy is " + strategy + ", which stores no keys")
+                    + "; annotate the method or its class with @Idempotent using HASH_INPUT or EXPLICIT and"
+                    + " ttlSeconds > 0, or drop the hint");
+        }
+        IdempotencyKeySupplier supplier = null;
+        if (strategy == KeyStrategy.EXPLICIT) {
+            if (!(target instanceof IdempotencyKeySupplier)) {
+                throw new IllegalStateException(where + " uses strategy EXPLICIT but " + target.getClass().getName()
+                        + " does not implement IdempotencyKeySupplier; implement idempotencyKeyFor(input) on the"
+                        + " class, or use HASH_INPUT");
+            }
+            supplier = (IdempotencyKeySupplier) target;
+        }
+
+        Parameter[] declared = method.getParameters();
+        java.lang.reflect.Type[] generic = method.getGenericParameterTypes();
+        Param[] params = new Param[declared.length];
+        Set<String> seen = new LinkedHashSet<>();
+        int wholeCount = 0;
+        for (int i = 0; i < declared.length; i++) {
+            Parameter p = declared[i];
+            JavaType type = mapper.getTypeFactory().constructType(generic.length == declared.length ? generic[i] : p.getParameterizedType());
+            if (p.getType() == IdempotencyContext.class) {
+                params[i] = new Param(Slot.CONTEXT, null, type, p.getType());
+            } else if (p.isAnnotationPresent(ToolInput.class)) {
+                params[i] = new Param(Slot.WHOLE_INPUT, null, type, p.getType());
+                wholeCount++;
+            } else {
+                ToolParam named = p.getAnnotation(ToolParam.class);
+                String paramName = named != null && !named.name().isEmpty() ? named.name() : p.getName();
+                if ((named == null || named.name().isEmpty()) && !p.isNamePresent()) {
+                    throw new IllegalStateException(where + ": the name of parameter " + i + " is not known; compile"
+                            + " with -parameters or annotate it with @ToolParam(name = ...)");
+                }
+                if (!seen.add(paramName)) {
+                    throw new IllegalArgumentException(where + " has two parameters named `" + paramName + "`");
+                }
+                params[i] = new Param(Slot.NAMED, paramName, type, p.getType());
+            }
+        }
+        if (wholeCount > 1 || (wholeCount == 1 && !seen.isEmpty())) {
+            throw new IllegalArgumentException(where + ": a @ToolInput parameter receives the whole input, so the"
+                    + " tool can have no other input parameters");
+        }
+
+        // What keyArguments may name: the parameters, or a @ToolInput bean's properties.
+        String[] checkable = seen.toArray(new String[0]);
+        if (wholeCount == 1) {
+            checkable = null;
+            for (Param p : params) {
+                if (p.slot == Slot.WHOLE_INPUT && isBean(p.type)) {
+                    List<String> props = new ArrayList<>();
+                    for (BeanPropertyDefinition d : mapper.getDeserializationConfig().introspect(p.type).findProperties()) {
+                        props.add(d.getName());
+                    }
+                    checkable = props.toArray(new String[0]);
+                }
+            }
+        }
+
+        long ttl = policy == null ? 3600 : policy.ttlSeconds();
+        long lease = policy == null ? 300 : policy.leaseSeconds();
+        String onCacheHit = policy == null ? RetryBehavior.RETURN_CACHED.name() : policy.onCacheHit().name();
+        boolean cacheFailures = policy != null && policy.cacheFailures();
+        String[] keyArguments = policy == null ? new String[0] : policy.keyArguments();
+        long handle = NativeBridge.toolNew(name, strategy.name(), ttl, onCacheHit, cacheFailures, keyArguments, lease,
+                tool.timeoutMs(), checkable);
+        IdempotentInvoker.NativeTool nativeTool = new IdempotentInvoker.NativeTool(name, strategy, tool.timeoutMs() > 0, handle);
+        method.setAccessible(true);
+        JavaType returnType = mapper.getTypeFactory().constructType(method.getGenericReturnType());
+        return new RegisteredTool(name, tool.description(), target, method, tool.idempotencyHint(), strategy, supplier,
+                nativeTool, returnType, params, mapper);
+    }
+
+    private static boolean isBean(JavaType type) {
+        Class<?> raw = type.getRawClass();
+        return !(type.isContainerType() || JsonNode.class.isAssignableFrom(raw) || raw == Object.class
+                || raw.isPrimitive() || raw.getName().startsWith("java."));
+    }
+
+    /** The input member names the tool reads (empty for a {@link ToolInput} tool). */
+    Set<String> parameterNames() {
+        return names;
+    }
+
+    /** Arguments from a map input (values already JSON-native). */
+    Object[] bind(Map<String, Object> input, IdempotencyContext context) {
+        if (!wholeInput) {
+            for (String member : input.keySet()) {
+                if (!names.contains(member)) {
+                    throw unknown(member);
+                }
+            }
+        }
+        Object[] args = new Object[params.length];
+        for (int i = 0; i < params.length; i++) {
+            Param p = params[i];
+            switch (p.slot) {
+                case CONTEXT:
+                    args[i] = context;
+                    break;
+                case WHOLE_INPUT:
+                    args[i] = convert(p, input);
+                    break;
+                default:
+                    Object value = input.get(p.name);
+                    if (value == null && p.raw.isPrimitive()) {
+                        throw missing(p);
+                    }
+                    args[i] = convert(p, value);
+            }
+        }
+        return args;
+    }
+
+    /** Arguments from parsed JSON text. */
+    Object[] bind(JsonNode input, IdempotencyContext context) {
+        if (!wholeInput) {
+            if (!input.isObject()) {
+                throw new IllegalArgumentException("the input of `" + name + "` must be a JSON object with members "
+                        + names + "; it was " + input.getNodeType());
+            }
+            for (Iterator<String> it = input.fieldNames(); it.hasNext();) {
+                String member = it.next();
+                if (!names.contains(member)) {
+                    throw unknown(member);
+                }
+            }
+        }
+        Object[] args = new Object[params.length];
+        for (int i = 0; i < params.length; i++) {
+            Param p = params[i];
+            switch (p.slot) {
+                case CONTEXT:
+                    args[i] = context;
+                    break;
+                case WHOLE_INPUT:
+                    args[i] = read(p, input);
+                    break;
+                default:
+                    JsonNode value = input.get(p.name);
+                    if ((value == null || value.isNull()) && p.raw.isPrimitive()) {
+                        throw missing(p);
+                    }
+                    args[i] = value == null ? null : read(p, value);
+            }
+        }
+        return args;
+    }
+
+    private Object convert(Param p, Object value) {
+        if (value == null) {
+            return null;
+        }
+        Class<?> boxed = box(p.raw);
+        if (boxed.isInstance(value) && !p.type.hasContentType()) {
+            return value;
+        }
+        try {
+            return mapper.convertValue(value, p.type);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("argument `" + describe(p) + "` of `" + name + "` does not convert to "
+                    + p.type.toCanonical() + ": " + e.getMessage(), e);
+        }
+    }
+
+    private Object read(Param p, JsonNode value) {
+        try {
+            return mapper.readerFor(p.type).readValue(value);
+        } catch (java.io.IOException | IllegalArgumentException e) {
+            throw new IllegalArgumentException("argument `" + describe(p) + "` of `" + name + "` does not convert to "
+                    + p.type.toCanonical() + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static String describe(Param p) {
+        return p.name == null ? "input" : p.name;
+    }
+
+    private IllegalArgumentException unknown(String member) {
+        return new IllegalArgumentException("`" + name + "` has no parameter `" + member + "`; its parameters are " + names);
+    }
+
+    private IllegalArgumentException missing(Param p) {
+        return new IllegalArgumentException("`" + name + "` needs argument `" + p.name + "` (" + p.raw.getName()
+                + "); it is missing or null");
+    }
+
+    /** Runs the method; its own exception comes out unchanged. */
+    Object invoke(Object[] args) throws Throwable {
+        try {
+            return method.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+
+    private static Class<?> box(Class<?> c) {
+        if (!c.isPrimitive()) {
+            return c;
+        }
+        if (c == int.class) {
+            return Integer.class;
+        } else if (c == long.class) {
+            return Long.class;
+        } else if (c == boolean.class) {
+            return Boolean.class;
+        } else if (c == double.class) {
+            return Double.class;
+        } else if (c == float.class) {
+            return Float.class;
+        } else if (c == short.class) {
+            return Short.class;
+        } else if (c == byte.class) {
+            return Byte.class;
+        } else if (c == char.class) {
+            return Character.class;
+        }
+        return Void.class;
+    }
+
+    @Override
+    public String toString() {
+        return "tool " + name + Arrays.toString(names.toArray());
+    }
+}

@@ -1,0 +1,28 @@
+package dev.idemkit;
+
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+/** Marks a method as a tool the {@link ToolDispatcher} can call by name. */
+@Documented
+@Retention(RetentionPolicy.RUNTIME)
+@Target(ElementType.METHOD)
+public @interface Tool {
+    /** The tool's name, which is also the scope of its keys; defaults to the method name. */
+    String name() default "";
+
+    /** What the tool does (for a model's tool list). */
+    String description() default "";
+
+    /** {@link IdempotencyHint#REQUIRED} refuses registration without a storing {@link Idempotent} policy. */
+    IdempotencyHint idempotencyHint() default IdempotencyHint.DEFAULT;
+
+    /**
+     * A deadline in milliseconds for the store lookup, any waiting and the body together; 0 = none.
+     * Must be shorter than {@code leaseSeconds * 1000}.
+     */
+    long timeoutMs() default 0;
+}

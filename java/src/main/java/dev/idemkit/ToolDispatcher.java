@@ -1,0 +1,371 @@
+package dev.idemkit;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.lang.ref.Reference;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * Calls {@link Tool} methods by name under their {@link Idempotent} policies: a retried call with
+ * the same input (or the same explicit key) runs its body at most once while its record is kept,
+ * and every repeat gets the remembered result or a typed {@link IdempotencyException}.
+ *
+ * <pre>{@code
+ * ToolDispatcher dispatcher = ToolDispatcher.builder()
+ *     .tools(new BookingTools())
+ *     .store(store)
+ *     .tenant("acme")
+ *     .build();
+ * Object booking = dispatcher.call("book_flight", "{\"flight\":\"BA117\",\"seat\":\"12A\"}");
+ * }</pre>
+ *
+ * <p>The input is hashed as passed, before it is converted to parameter types. Thread-safe; cheap
+ * views with another tenant or run come from {@link #withTenant} and {@link #withRun}.
+ */
+public final class ToolDispatcher {
+    private static final System.Logger LOG = System.getLogger("dev.idemkit");
+
+    /** The registered tools and their native handles, freed when no dispatcher view uses them. */
+    private static final class Registry {
+        final Map<String, RegisteredTool> tools;
+        final NativeIdempotencyStore store;
+        final ObjectMapper mapper;
+
+        Registry(Map<String, RegisteredTool> tools, NativeIdempotencyStore store, ObjectMapper mapper) {
+            this.tools = tools;
+            this.store = store;
+            this.mapper = mapper;
+        }
+    }
+
+    /** Destroys the native tools once their registry is unreachable. */
+    private static final class ToolHandles implements Runnable {
+        private final long[] handles;
+
+        ToolHandles(long[] handles) {
+            this.handles = handles;
+        }
+
+        @Override
+        public void run() {
+            for (long h : handles) {
+                NativeBridge.toolDestroy(h);
+            }
+        }
+    }
+
+    private final Registry registry;
+    private final String tenant;
+    private final String run;
+
+    private ToolDispatcher(Registry registry, String tenant, String run) {
+        this.registry = registry;
+        this.tenant = tenant;
+        this.run = run;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The same tools and store for another tenant ({@code null}: no tenant; {@code ""} is a tenant). */
+    public ToolDispatcher withTenant(String tenant) {
+        return new ToolDispatcher(registry, checkText("tenant", tenant), run);
+    }
+
+    /** The same tools and store in another run: a new run is a new key. */
+    public ToolDispatcher withRun(String run) {
+        return new ToolDispatcher(registry, tenant, checkText("run", run));
+    }
+
+    public String tenant() {
+        return tenant;
+    }
+
+    public String run() {
+        return run;
+    }
+
+    public IdempotencyStore store() {
+        return registry.store;
+    }
+
+    /** The registered tool names. */
+    public Set<String> toolNames() {
+        return registry.tools.keySet();
+    }
+
+    /**
+     * Calls a tool with its input as a map of JSON-native values (SPEC §7); answers what the method
+     * returned, or the remembered result read back as the method's declared return type.
+     *
+     * @throws InvalidKeyException a value in the input is not JSON-native, or the key is refused
+     * @throws IllegalArgumentException no such tool, or the input does not bind to its parameters
+     */
+    public Object call(String tool, Map<String, Object> input) {
+        RegisteredTool registered = lookup(tool);
+        Map<String, Object> in = input == null ? Collections.emptyMap() : input;
+        JsonInput json = null;
+        String supplied = null;
+        switch (registered.strategy) {
+            case HASH_INPUT:
+                json = JsonInput.ofValue(in, registered.name);
+                break;
+            case EXPLICIT:
+                supplied = suppliedKey(registered, in);
+                json = JsonInput.ofString(supplied);
+                break;
+            default:
+                break;
+        }
+        return invoke(registered, json, supplied, context -> registered.invoke(bindOrRefuse(() -> registered.bind(in, context))));
+    }
+
+    /**
+     * Calls a tool with its input as JSON text (what a model sends); the text is hashed as given,
+     * exactly (numbers are not rounded, member order does not matter).
+     */
+    public Object call(String tool, String jsonInput) {
+        RegisteredTool registered = lookup(tool);
+        Objects.requireNonNull(jsonInput, "jsonInput");
+        JsonInput json = null;
+        String supplied = null;
+        JsonNode parsed = null;
+        switch (registered.strategy) {
+            case HASH_INPUT:
+                json = JsonInput.ofText(jsonInput);
+                break;
+            case EXPLICIT:
+                parsed = parse(registered, jsonInput);
+                supplied = suppliedKey(registered, asMap(registered, parsed));
+                json = JsonInput.ofString(supplied);
+                break;
+            default:
+                break;
+        }
+        JsonNode early = parsed;
+        return invoke(registered, json, supplied, context -> {
+            JsonNode node = early != null ? early : bindOrRefuse(() -> parse(registered, jsonInput));
+            return registered.invoke(bindOrRefuse(() -> registered.bind(node, context)));
+        });
+    }
+
+    /** {@link #call(String, Map)}, the result as {@code type}. */
+    public <T> T call(String tool, Map<String, Object> input, Class<T> type) {
+        return as(call(tool, input), type);
+    }
+
+    /** {@link #call(String, String)}, the result as {@code type}. */
+    public <T> T call(String tool, String jsonInput, Class<T> type) {
+        return as(call(tool, jsonInput), type);
+    }
+
+    /** {@link #call(String, Map)}, the result as a generic type. */
+    public <T> T call(String tool, Map<String, Object> input, TypeReference<T> type) {
+        return registry.mapper.convertValue(call(tool, input), type);
+    }
+
+    /** {@link #call(String, String)}, the result as a generic type. */
+    public <T> T call(String tool, String jsonInput, TypeReference<T> type) {
+        return registry.mapper.convertValue(call(tool, jsonInput), type);
+    }
+
+    @SuppressWarnings("unchecked")
+    private <T> T as(Object result, Class<T> type) {
+        if (result == null) {
+            return null;
+        }
+        if (type.isInstance(result)) {
+            return type.cast(result);
+        }
+        return (T) registry.mapper.convertValue(result, type);
+    }
+
+    private Object invoke(RegisteredTool tool, JsonInput json, String supplied, IdempotentInvoker.Body body) {
+        try {
+            return IdempotentInvoker.invoke(registry.store, tool.nativeTool, tenant, run, json, supplied, body, tool.codec);
+        } finally {
+            Reference.reachabilityFence(registry);
+        }
+    }
+
+    private interface Binding<T> {
+        T get();
+    }
+
+    private static <T> T bindOrRefuse(Binding<T> binding) {
+        try {
+            return binding.get();
+        } catch (IllegalArgumentException refused) {
+            throw new IdempotentInvoker.NotRun(refused);
+        }
+    }
+
+    private RegisteredTool lookup(String tool) {
+        RegisteredTool registered = registry.tools.get(tool);
+        if (registered == null) {
+            throw new IllegalArgumentException("no tool named `" + tool + "`; the tools are " + registry.tools.keySet());
+        }
+        return registered;
+    }
+
+    private JsonNode parse(RegisteredTool tool, String json) {
+        try {
+            return registry.mapper.readTree(json);
+        } catch (JsonProcessingException e) {
+            throw new IllegalArgumentException("the input of `" + tool.name + "` is not valid JSON: " + e.getOriginalMessage(), e);
+        }
+    }
+
+    private Map<String, Object> asMap(RegisteredTool tool, JsonNode node) {
+        if (!node.isObject()) {
+            throw new IllegalArgumentException("the input of `" + tool.name + "` must be a JSON object; it was " + node.getNodeType());
+        }
+        return registry.mapper.convertValue(node, new TypeReference<Map<String, Object>>() { });
+    }
+
+    private static String suppliedKey(RegisteredTool tool, Map<String, Object> input) {
+        String key = tool.supplier.idempotencyKeyFor(Collections.unmodifiableMap(input));
+        if (key == null) {
+            throw new InvalidKeyException("invalid idempotency key for `" + tool.name + "`: explicit key: the supplier"
+                    + " returned null; supply a key with at least one visible character", tool.name, null);
+        }
+        return key;
+    }
+
+    /** Tenant and run are key material: a lone surrogate is refused when they are set. */
+    private static String checkText(String what, String value) {
+        if (value == null) {
+            return null;
+        }
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < value.length() && Character.isLowSurrogate(value.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new IllegalArgumentException(what + " contains a lone surrogate \\u"
+                        + Integer.toHexString(c) + " at index " + i + "; use whole characters");
+            }
+        }
+        return value;
+    }
+
+    /** Builds a {@link ToolDispatcher}; {@link #build()} registers and validates every tool. */
+    public static final class Builder {
+        private final List<Object> tools = new ArrayList<>();
+        private IdempotencyStore store;
+        private String tenant;
+        private String run;
+        private ObjectMapper mapper;
+
+        private Builder() {
+        }
+
+        /** Objects whose {@link Tool} methods are registered. */
+        public Builder tools(Object... objects) {
+            for (Object o : objects) {
+                tools.add(Objects.requireNonNull(o, "tool object"));
+            }
+            return this;
+        }
+
+        /** Where records live; default a new {@link InMemoryIdempotencyStore} owned by the dispatcher. */
+        public Builder store(IdempotencyStore store) {
+            this.store = store;
+            return this;
+        }
+
+        public Builder tenant(String tenant) {
+            this.tenant = checkText("tenant", tenant);
+            return this;
+        }
+
+        public Builder run(String run) {
+            this.run = checkText("run", run);
+            return this;
+        }
+
+        /** The mapper that converts arguments and results (default: a plain {@link ObjectMapper}). */
+        public Builder objectMapper(ObjectMapper mapper) {
+            this.mapper = mapper;
+            return this;
+        }
+
+        /**
+         * Registers every tool.
+         *
+         * @throws IllegalStateException a REQUIRED tool without a storing policy, EXPLICIT without a supplier
+         * @throws IllegalArgumentException a policy the core refuses (TTL or lease ≤ 0, unknown
+         *     keyArguments, timeoutMs ≥ lease), a duplicate tool name
+         */
+        public ToolDispatcher build() {
+            ObjectMapper m = mapper != null ? mapper
+                    : new ObjectMapper().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+            NativeIdempotencyStore s;
+            if (store == null) {
+                s = new InMemoryIdempotencyStore();
+            } else if (store instanceof NativeIdempotencyStore) {
+                s = (NativeIdempotencyStore) store;
+            } else {
+                throw new IllegalArgumentException("store " + store.getClass().getName() + " is not run by the idemkit"
+                        + " core; use InMemoryIdempotencyStore, RedisIdempotencyStore or PostgresIdempotencyStore");
+            }
+            if (s.isClosed()) {
+                throw new IllegalStateException("the store " + s.describe() + " is closed");
+            }
+            Map<String, RegisteredTool> registered = new LinkedHashMap<>();
+            List<Long> handles = new ArrayList<>();
+            try {
+                for (Object target : tools) {
+                    for (Class<?> c = target.getClass(); c != null && c != Object.class; c = c.getSuperclass()) {
+                        for (Method method : c.getDeclaredMethods()) {
+                            if (!method.isAnnotationPresent(Tool.class) || method.isBridge()
+                                    || Modifier.isStatic(method.getModifiers())) {
+                                continue;
+                            }
+                            RegisteredTool tool = RegisteredTool.of(target, method, m);
+                            handles.add(tool.nativeTool.handle);
+                            if (registered.putIfAbsent(tool.name, tool) != null) {
+                                throw new IllegalArgumentException("two tools are named `" + tool.name + "`; tool names"
+                                        + " are key scopes and must be unique");
+                            }
+                        }
+                    }
+                }
+            } catch (RuntimeException refused) {
+                for (long h : handles) {
+                    NativeBridge.toolDestroy(h);
+                }
+                throw refused;
+            }
+            if (s.inProcessOnly()) {
+                List<String> required = new ArrayList<>();
+                for (RegisteredTool t : registered.values()) {
+                    if (t.hint == IdempotencyHint.REQUIRED) {
+                        required.add(t.name);
+                    }
+                }
+                if (!required.isEmpty()) {
+                    LOG.log(System.Logger.Level.WARNING, "idemkit: tools {0} are idempotencyHint = REQUIRED but their"
+                            + " store is in-memory: records live in this process only, so another instance or a"
+                            + " restart runs them again. Use RedisIdempotencyStore or PostgresIdempotencyStore.", required);
+                }
+            }
+            Registry registry = new Registry(Collections.unmodifiableMap(registered), s, m);
+            long[] raw = handles.stream().mapToLong(Long::longValue).toArray();
+            NativeIdempotencyStore.CLEANER.register(registry, new ToolHandles(raw));
+            return new ToolDispatcher(registry, tenant, run);
+        }
+    }
+}
