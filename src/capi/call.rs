@@ -1,0 +1,657 @@
+//! Stores, tools and the two-step call protocol (`idemkit_begin` → the caller's body →
+//! `idemkit_complete` / `idemkit_fail`) for C callers.
+
+use std::ffi::c_char;
+use std::time::Duration;
+
+use super::boundary::{
+    copy_out, give_string, guard, guard_void, optional_str, required_str, str_array, Fault,
+};
+use super::{IdemkitStatus, KEY_BUFFER_LEN};
+use crate::error::Error;
+use crate::executor::{Attempt, CallContext, Executor, Recording, Step};
+use crate::key::KeyInput;
+use crate::policy::{KeyStrategy, Policy, RetryBehavior, Tool};
+use crate::record::Failure;
+use crate::runtime;
+use crate::store::StoreOptions;
+
+/// How a tool's keys are derived (SPEC §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum IdemkitStrategy {
+    /// The digest of the canonical JSON input (or of its `key_arguments` members).
+    HashInput = 0,
+    /// The digest of a key the caller supplies.
+    Explicit = 1,
+    /// A fresh random UUID per call, for an upstream `Idempotency-Key` header only; nothing is
+    /// deduplicated.
+    Uuid = 2,
+    /// No protection at all.
+    None = 3,
+}
+
+impl IdemkitStrategy {
+    pub(crate) fn from_code(code: i32) -> Option<IdemkitStrategy> {
+        [
+            IdemkitStrategy::HashInput,
+            IdemkitStrategy::Explicit,
+            IdemkitStrategy::Uuid,
+            IdemkitStrategy::None,
+        ]
+        .into_iter()
+        .find(|s| *s as i32 == code)
+    }
+
+    fn strategy(self) -> KeyStrategy {
+        match self {
+            IdemkitStrategy::HashInput => KeyStrategy::HashInput,
+            IdemkitStrategy::Explicit => KeyStrategy::Explicit,
+            IdemkitStrategy::Uuid => KeyStrategy::Uuid,
+            IdemkitStrategy::None => KeyStrategy::None,
+        }
+    }
+
+    fn from_strategy(strategy: KeyStrategy) -> IdemkitStrategy {
+        match strategy {
+            KeyStrategy::HashInput => IdemkitStrategy::HashInput,
+            KeyStrategy::Explicit => IdemkitStrategy::Explicit,
+            KeyStrategy::Uuid => IdemkitStrategy::Uuid,
+            KeyStrategy::None => IdemkitStrategy::None,
+        }
+    }
+}
+
+/// What a repeat of a remembered call gets (SPEC §1, `onCacheHit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum IdemkitOnCacheHit {
+    /// A remembered success is returned; a remembered failure is answered as a cached failure.
+    ReturnCached = 0,
+    /// A remembered success is returned; a remembered failure runs again.
+    ReturnCachedIfSuccess = 1,
+    /// Any repeat fails at once with `IDEMKIT_STATUS_FAIL_FAST`, and an in-progress key is not
+    /// waited for.
+    FailFast = 2,
+}
+
+impl IdemkitOnCacheHit {
+    fn from_code(code: i32) -> Option<RetryBehavior> {
+        [
+            (IdemkitOnCacheHit::ReturnCached, RetryBehavior::ReturnCached),
+            (
+                IdemkitOnCacheHit::ReturnCachedIfSuccess,
+                RetryBehavior::ReturnCachedIfSuccess,
+            ),
+            (IdemkitOnCacheHit::FailFast, RetryBehavior::FailFast),
+        ]
+        .into_iter()
+        .find(|(c, _)| *c as i32 == code)
+        .map(|(_, behavior)| behavior)
+    }
+
+    fn from_behavior(behavior: RetryBehavior) -> IdemkitOnCacheHit {
+        match behavior {
+            RetryBehavior::ReturnCached => IdemkitOnCacheHit::ReturnCached,
+            RetryBehavior::ReturnCachedIfSuccess => IdemkitOnCacheHit::ReturnCachedIfSuccess,
+            RetryBehavior::FailFast => IdemkitOnCacheHit::FailFast,
+        }
+    }
+}
+
+/// An idempotency policy (SPEC §1). Fill it with `idemkit_policy_default` and change what you
+/// need; it is validated by `idemkit_tool_new`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct IdemkitPolicy {
+    /// An `idemkit_strategy` code (default `IDEMKIT_STRATEGY_HASH_INPUT`).
+    pub strategy: i32,
+    /// An `idemkit_on_cache_hit` code (default `IDEMKIT_ON_CACHE_HIT_RETURN_CACHED`).
+    pub on_cache_hit: i32,
+    /// Whether failed calls are remembered too (default false).
+    pub cache_failures: bool,
+    /// How long a record is kept after its outcome, in seconds (default 3600; 0 is refused).
+    pub ttl_seconds: u64,
+    /// How long an in-progress claim holds before its owner is presumed dead, in seconds
+    /// (default 300; 0 is refused).
+    pub lease_seconds: u64,
+    /// For `HASH_INPUT`: the names of the input members that identify the effect (UTF-8,
+    /// copied by `idemkit_tool_new`); NULL with `key_argument_count` 0 for the whole input.
+    pub key_arguments: *const *const c_char,
+    /// How many names `key_arguments` holds.
+    pub key_argument_count: usize,
+}
+
+/// Options for `idemkit_store_open`. Zero-initialise it (`idemkit_store_options o = {0};`) and
+/// set what you need; NULL text and 0 mean the default.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct IdemkitStoreOptions {
+    /// Redis: the key prefix (default `idemkit:`).
+    pub key_prefix: *const c_char,
+    /// PostgreSQL: the table name, validated as an SQL identifier (default `idemkit_records`).
+    pub table: *const c_char,
+    /// Redis: open even if the server's `maxmemory-policy` may evict keys (this breaks the
+    /// guarantee; default false).
+    pub allow_evicting: bool,
+    /// The largest success result (JSON bytes) the store keeps (0: the default, 1 MiB).
+    pub max_outcome_bytes: usize,
+}
+
+/// A store and the executor that runs calls against it. Safe to share between threads; freed
+/// with `idemkit_store_free`.
+#[derive(Debug)]
+pub struct IdemkitStore {
+    executor: Executor,
+}
+
+/// A tool (call site): its name, which is the scope of its keys, its validated policy and its
+/// deadline. Immutable and safe to share between threads; freed with `idemkit_tool_free`.
+#[derive(Debug)]
+pub struct IdemkitTool {
+    tool: Tool,
+}
+
+/// One claimed call, between `idemkit_begin` and `idemkit_complete`/`idemkit_fail`. It holds
+/// the key and the owner token, and keeps its store alive. Use it from one thread at a time;
+/// freed with `idemkit_call_free`.
+#[derive(Debug)]
+pub struct IdemkitCall {
+    executor: Executor,
+    attempt: Attempt,
+    finished: bool,
+}
+
+/// What `idemkit_begin` answers when its status is OK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum IdemkitAnswer {
+    /// No answer: the status was not OK.
+    None = 0,
+    /// Run the body now, then report it with `idemkit_complete` or `idemkit_fail`.
+    Execute = 1,
+    /// Do not run: the remembered result is in `result_json`.
+    CachedSuccess = 2,
+    /// Do not run: the remembered failure is in `error_type` and `error_message`; hand it to
+    /// your caller as this call's failure.
+    CachedFailure = 3,
+}
+
+/// What `idemkit_begin` found. The caller owns the struct; the strings in it are allocated by
+/// the library and belong to the caller: free them with `idemkit_begin_result_clear` (all at
+/// once) or each with `idemkit_string_free`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct IdemkitBeginResult {
+    /// What to do.
+    pub answer: IdemkitAnswer,
+    /// The call's key, NUL-terminated: 64 hex characters for `HASH_INPUT` and `EXPLICIT`, the
+    /// fresh UUID for `UUID`, empty for `NONE` or when no key could be derived. Also set when
+    /// the status names a key (`FAIL_FAST`, `IN_PROGRESS`, `INDETERMINATE`, ...).
+    pub key: [c_char; 65],
+    /// `IDEMKIT_ANSWER_CACHED_SUCCESS`: the remembered result as JSON text; otherwise NULL.
+    pub result_json: *mut c_char,
+    /// `IDEMKIT_ANSWER_CACHED_FAILURE`: the remembered error's type; otherwise NULL.
+    pub error_type: *mut c_char,
+    /// `IDEMKIT_ANSWER_CACHED_FAILURE`: the remembered error's message; otherwise NULL.
+    pub error_message: *mut c_char,
+}
+
+/// What became of a body's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum IdemkitRecording {
+    /// Recorded (a success or, with `cache_failures`, a failure), or the claim was released
+    /// after a failure so that a retry runs again.
+    Recorded = 0,
+    /// Nothing to record: the tool's strategy is `UUID` or `NONE`.
+    Unprotected = 1,
+    /// The outcome could not be recorded (the reason is the thread's last error). The body's
+    /// result still stands; the claim is left to become abandoned, never run again silently.
+    Failed = 2,
+}
+
+/// Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
+/// TTL 3600 s, lease 300 s, no key arguments.
+///
+/// # Safety
+/// `policy` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_policy_default(policy: *mut IdemkitPolicy) -> IdemkitStatus {
+    guard(|| {
+        let out = policy.as_mut().ok_or_else(|| Fault::null("policy"))?;
+        let defaults = Policy::default();
+        *out = IdemkitPolicy {
+            strategy: IdemkitStrategy::from_strategy(defaults.strategy) as i32,
+            on_cache_hit: IdemkitOnCacheHit::from_behavior(defaults.on_cache_hit) as i32,
+            cache_failures: defaults.cache_failures,
+            ttl_seconds: defaults.ttl.as_secs(),
+            lease_seconds: defaults.lease.as_secs(),
+            key_arguments: std::ptr::null(),
+            key_argument_count: 0,
+        };
+        Ok(())
+    })
+}
+
+/// Opens a store by URL: `memory:` (a new in-memory store, always available), `redis://` and
+/// `rediss://` (when the library was built with the cargo feature `redis`), `postgres://` and
+/// `postgresql://` (feature `postgres`). `options` may be NULL for the defaults.
+///
+/// On OK, `*out` is a new store the caller owns: free it with `idemkit_store_free`. Otherwise
+/// `*out` is NULL; an unknown or disabled scheme answers `IDEMKIT_STATUS_CONFIGURATION`, a server
+/// that cannot be reached `IDEMKIT_STATUS_STORE_UNAVAILABLE`. Blocks while the store connects.
+///
+/// # Safety
+/// `url` is NULL or a NUL-terminated string; `options` is NULL or valid; `out` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_store_open(
+    url: *const c_char,
+    options: *const IdemkitStoreOptions,
+    out: *mut *mut IdemkitStore,
+) -> IdemkitStatus {
+    guard(|| {
+        let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
+        *out = std::ptr::null_mut();
+        let url = required_str(url, "url")?;
+        let mut store_options = StoreOptions::default();
+        if let Some(options) = options.as_ref() {
+            store_options.key_prefix =
+                optional_str(options.key_prefix, "options.key_prefix")?.map(str::to_owned);
+            store_options.table = optional_str(options.table, "options.table")?.map(str::to_owned);
+            store_options.allow_evicting = options.allow_evicting;
+            store_options.max_outcome_bytes =
+                (options.max_outcome_bytes > 0).then_some(options.max_outcome_bytes);
+        }
+        let store = runtime::block_on(crate::store::open(url, &store_options))?;
+        *out = Box::into_raw(Box::new(IdemkitStore {
+            executor: Executor::new(store),
+        }));
+        Ok(())
+    })
+}
+
+/// Frees a store. NULL is accepted and ignored. Calls begun on it keep it alive until they are
+/// freed; no other thread may use the handle once this is called.
+///
+/// # Safety
+/// `store` is NULL or a store from `idemkit_store_open` that was not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_store_free(store: *mut IdemkitStore) {
+    guard_void(|| {
+        if !store.is_null() {
+            let _runtime = runtime::runtime().enter();
+            drop(Box::from_raw(store));
+        }
+    })
+}
+
+/// Makes a tool: `name` is the scope of its keys; `policy` (NULL for the defaults) is validated
+/// here; `timeout_ms` (0 for none) is the deadline of each call's store lookup and waiting, and
+/// must be shorter than the lease.
+///
+/// On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy the
+/// library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
+/// unknown enum code, a timeout not shorter than the lease) answers
+/// `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `policy` is NULL or valid, its `key_arguments`
+/// as documented; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_tool_new(
+    name: *const c_char,
+    policy: *const IdemkitPolicy,
+    timeout_ms: u64,
+    out: *mut *mut IdemkitTool,
+) -> IdemkitStatus {
+    guard(|| {
+        let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
+        *out = std::ptr::null_mut();
+        let name = required_str(name, "name")?;
+        let policy = match policy.as_ref() {
+            None => Policy::default(),
+            Some(p) => {
+                let strategy = IdemkitStrategy::from_code(p.strategy).ok_or_else(|| {
+                    Fault::from(Error::Configuration(format!(
+                        "strategy {} on `{name}` is not an idemkit_strategy; use IDEMKIT_STRATEGY_HASH_INPUT (0) to IDEMKIT_STRATEGY_NONE (3)",
+                        p.strategy
+                    )))
+                })?;
+                let on_cache_hit = IdemkitOnCacheHit::from_code(p.on_cache_hit).ok_or_else(|| {
+                    Fault::from(Error::Configuration(format!(
+                        "on_cache_hit {} on `{name}` is not an idemkit_on_cache_hit; use IDEMKIT_ON_CACHE_HIT_RETURN_CACHED (0) to IDEMKIT_ON_CACHE_HIT_FAIL_FAST (2)",
+                        p.on_cache_hit
+                    )))
+                })?;
+                let key_arguments = str_array(
+                    p.key_arguments,
+                    p.key_argument_count,
+                    "policy.key_arguments",
+                )?;
+                Policy::new(strategy.strategy())
+                    .with_on_cache_hit(on_cache_hit)
+                    .with_cache_failures(p.cache_failures)
+                    .with_ttl(Duration::from_secs(p.ttl_seconds))
+                    .with_lease(Duration::from_secs(p.lease_seconds))
+                    .with_key_arguments(key_arguments)
+            }
+        };
+        let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
+        let tool = Tool::with_timeout(name, policy, timeout)?;
+        *out = Box::into_raw(Box::new(IdemkitTool { tool }));
+        Ok(())
+    })
+}
+
+/// Frees a tool. NULL is accepted and ignored. Calls begun with it do not need it any more.
+///
+/// # Safety
+/// `tool` is NULL or a tool from `idemkit_tool_new` that was not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_tool_free(tool: *mut IdemkitTool) {
+    guard_void(|| {
+        if !tool.is_null() {
+            drop(Box::from_raw(tool));
+        }
+    })
+}
+
+/// Starts a call of `tool` on `store` (SPEC §3): derives the key, claims it, and answers in
+/// `*out` what to do.
+///
+/// - `tenant`, `run`: NULL for none (`""` is a tenant, distinct from NULL). Both are part of
+///   the key.
+/// - `input`: for `HASH_INPUT`, the call's input as JSON text (required); for `EXPLICIT`, the
+///   supplied key (NULL, empty or blank answers `IDEMKIT_STATUS_INVALID_KEY`); ignored (may be
+///   NULL) for `UUID` and `NONE`.
+///
+/// With status OK, `out->answer` is:
+/// - `IDEMKIT_ANSWER_EXECUTE`: the key is claimed for this call and `*out_call` is a new call
+///   handle the caller owns. Run the body, then call `idemkit_complete` or `idemkit_fail`, then
+///   `idemkit_call_free`. (`UUID` and `NONE` tools always answer this.)
+/// - `IDEMKIT_ANSWER_CACHED_SUCCESS`: do not run; `out->result_json` is the remembered result.
+/// - `IDEMKIT_ANSWER_CACHED_FAILURE`: do not run; `out->error_type` and `out->error_message`
+///   are the remembered failure.
+///
+/// Otherwise the status says why nothing may run: `IDEMKIT_STATUS_INVALID_KEY`,
+/// `IDEMKIT_STATUS_FAIL_FAST`, `IDEMKIT_STATUS_IN_PROGRESS`, `IDEMKIT_STATUS_INDETERMINATE`,
+/// `IDEMKIT_STATUS_STORE_UNAVAILABLE`, `IDEMKIT_STATUS_OUTCOME_TOO_LARGE`, or a boundary status;
+/// `out->key` still holds the key when one was derived.
+///
+/// `*out_call` is NULL unless the answer is `EXECUTE`. `*out` is always overwritten (its old
+/// strings are not freed); free its strings with `idemkit_begin_result_clear`.
+///
+/// **Blocking.** When another call holds the key, this function blocks the calling thread until
+/// that call records an outcome, or until this tool's deadline (`timeout_ms`), or — without a
+/// deadline — until the holder's lease ends (up to `lease_seconds`). There is no way to
+/// interrupt the wait from C: give tools a `timeout_ms` if the thread must stay responsive.
+/// Never call it from inside a callback running on idemkit's own runtime threads.
+///
+/// # Safety
+/// `store` and `tool` are NULL or live handles; `tenant`, `run` and `input` are NULL or
+/// NUL-terminated strings; `out_call` and `out` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_begin(
+    store: *const IdemkitStore,
+    tool: *const IdemkitTool,
+    tenant: *const c_char,
+    run: *const c_char,
+    input: *const c_char,
+    out_call: *mut *mut IdemkitCall,
+    out: *mut IdemkitBeginResult,
+) -> IdemkitStatus {
+    guard(|| {
+        let out_call = out_call.as_mut().ok_or_else(|| Fault::null("out_call"))?;
+        *out_call = std::ptr::null_mut();
+        if out.is_null() {
+            return Err(Fault::null("out"));
+        }
+        out.write(IdemkitBeginResult {
+            answer: IdemkitAnswer::None,
+            key: [0; KEY_BUFFER_LEN],
+            result_json: std::ptr::null_mut(),
+            error_type: std::ptr::null_mut(),
+            error_message: std::ptr::null_mut(),
+        });
+        let out = &mut *out;
+        let store = store.as_ref().ok_or_else(|| Fault::null("store"))?;
+        let tool = &tool.as_ref().ok_or_else(|| Fault::null("tool"))?.tool;
+        let context = CallContext {
+            tenant: optional_str(tenant, "tenant")?.map(str::to_owned),
+            run: optional_str(run, "run")?.map(str::to_owned),
+        };
+        let input = optional_str(input, "input")?;
+        let input = match (tool.policy().strategy, input) {
+            (KeyStrategy::HashInput, Some(json)) => KeyInput::Json(json),
+            (KeyStrategy::HashInput, None) => return Err(Fault::null("input")),
+            (KeyStrategy::Explicit, Some(key)) => KeyInput::Explicit(key),
+            (KeyStrategy::Explicit, None) => {
+                return Err(Fault::new(
+                    IdemkitStatus::InvalidKey,
+                    format!(
+                        "invalid idempotency key for `{}`: explicit key: it is NULL; supply a key with at least one visible character",
+                        tool.name()
+                    ),
+                ))
+            }
+            // UUID and NONE derive no key from the input.
+            (KeyStrategy::Uuid | KeyStrategy::None, _) => KeyInput::Json("null"),
+        };
+        let executor = &store.executor;
+        let mut attempt = executor.prepare(tool, &context, input)?;
+        let key = attempt.key_text().unwrap_or_default();
+        copy_out(
+            &key,
+            out.key.as_mut_ptr(),
+            KEY_BUFFER_LEN,
+            std::ptr::null_mut(),
+            "out.key",
+        )?;
+        match runtime::block_on(executor.advance(&mut attempt, None)) {
+            Ok(Step::Run) => {
+                out.answer = IdemkitAnswer::Execute;
+                *out_call = Box::into_raw(Box::new(IdemkitCall {
+                    executor: executor.clone(),
+                    attempt,
+                    finished: false,
+                }));
+            }
+            Ok(Step::Replay(json)) => {
+                out.answer = IdemkitAnswer::CachedSuccess;
+                out.result_json = give_string(&json);
+            }
+            Ok(Step::Pending) => {
+                return Err(Fault::from(Error::Internal(
+                    "advance without a budget answered Pending".into(),
+                )))
+            }
+            Err(Error::CachedFailure {
+                error_type,
+                message,
+                ..
+            }) => {
+                out.answer = IdemkitAnswer::CachedFailure;
+                out.error_type = give_string(&error_type);
+                out.error_message = give_string(&message);
+            }
+            Err(error) => return Err(error.into()),
+        }
+        Ok(())
+    })
+}
+
+/// Frees the strings of a begin result and sets them to NULL; the struct itself belongs to
+/// the caller. NULL is accepted and ignored, and so is a cleared result.
+///
+/// # Safety
+/// `result` is NULL or a result written by `idemkit_begin` whose strings were not freed
+/// elsewhere.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_begin_result_clear(result: *mut IdemkitBeginResult) {
+    guard_void(|| {
+        if result.is_null() {
+            return;
+        }
+        for field in [
+            &mut (*result).result_json,
+            &mut (*result).error_type,
+            &mut (*result).error_message,
+        ] {
+            let string = std::mem::replace(field, std::ptr::null_mut());
+            if !string.is_null() {
+                drop(std::ffi::CString::from_raw(string));
+            }
+        }
+    })
+}
+
+/// Copies the call's key, NUL-terminated, into `buf` (caller-owned, at least 65 bytes), e.g.
+/// for an `Idempotency-Key` header: 64 hex characters for `HASH_INPUT` and `EXPLICIT`, the
+/// fresh UUID for `UUID`, an empty string for `NONE`. A smaller buffer answers
+/// `IDEMKIT_STATUS_BUFFER_TOO_SMALL`.
+///
+/// # Safety
+/// `call` is NULL or a live call handle; `buf` is NULL or writable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_call_key(
+    call: *const IdemkitCall,
+    buf: *mut c_char,
+    len: usize,
+) -> IdemkitStatus {
+    guard(|| {
+        let call = call.as_ref().ok_or_else(|| Fault::null("call"))?;
+        if buf.is_null() {
+            return Err(Fault::null("buf"));
+        }
+        let key = call.attempt.key_text().unwrap_or_default();
+        copy_out(&key, buf, len, std::ptr::null_mut(), "buf")
+    })
+}
+
+/// The call handle, unless it is NULL or already finished.
+unsafe fn open_call<'a>(call: *mut IdemkitCall) -> Result<&'a mut IdemkitCall, Fault> {
+    let call = call.as_mut().ok_or_else(|| Fault::null("call"))?;
+    if call.finished {
+        return Err(Fault::invalid(format!(
+            "this call of `{}` is already finished (completed, failed or released); begin a new call",
+            call.attempt.tool().name()
+        )));
+    }
+    Ok(call)
+}
+
+/// What a recording means for the caller: a failed recording is kept as the last error.
+///
+/// # Safety
+/// `out` is NULL or writable.
+unsafe fn report(recording: Recording, out: *mut IdemkitRecording) -> Result<(), Fault> {
+    let answer = match recording {
+        Recording::Recorded => IdemkitRecording::Recorded,
+        Recording::Unprotected => IdemkitRecording::Unprotected,
+        Recording::Failed(detail) => {
+            super::boundary::set_last_error(IdemkitStatus::StoreUnavailable, &detail);
+            IdemkitRecording::Failed
+        }
+    };
+    if let Some(out) = out.as_mut() {
+        *out = answer;
+    }
+    Ok(())
+}
+
+/// Reports a body that succeeded with `result_json` (one JSON value, UTF-8): the result is
+/// recorded so that repeats get it. `out_recording` (may be NULL) says what became of it.
+///
+/// The status is OK even when the result could not be recorded: the body's result stands, the
+/// reason is the thread's last error and `*out_recording` is `IDEMKIT_RECORDING_FAILED`. A
+/// result larger than the store keeps is recorded as too large (repeats get
+/// `IDEMKIT_STATUS_OUTCOME_TOO_LARGE`). Text that is not one JSON value answers
+/// `IDEMKIT_STATUS_INVALID_ARGUMENT` and the call stays open, so it can be completed or
+/// failed again. The call is finished afterwards; free it with `idemkit_call_free`.
+///
+/// # Safety
+/// `call` is NULL or a live call handle not used by another thread; `result_json` is NULL or a
+/// NUL-terminated string; `out_recording` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_complete(
+    call: *mut IdemkitCall,
+    result_json: *const c_char,
+    out_recording: *mut IdemkitRecording,
+) -> IdemkitStatus {
+    guard(|| {
+        let call = open_call(call)?;
+        let json = required_str(result_json, "result_json")?;
+        if let Err(e) = serde_json::from_str::<&serde_json::value::RawValue>(json) {
+            return Err(Fault::invalid(format!(
+                "result_json of `{}` is not one JSON value ({e}); pass the result as JSON text",
+                call.attempt.tool().name()
+            )));
+        }
+        call.finished = true;
+        let recording = runtime::block_on(call.executor.succeed(&mut call.attempt, json));
+        report(recording, out_recording)
+    })
+}
+
+/// Reports a body that failed with an error of type `error_type` and `message` (UTF-8). With
+/// the policy's `cache_failures` the failure is recorded (repeats get it as a cached failure);
+/// otherwise the claim is released so that a retry runs again. `out_recording` (may be NULL)
+/// says what became of it; the status is OK even when the store could not be told (see
+/// `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
+///
+/// # Safety
+/// `call` is NULL or a live call handle not used by another thread; `error_type` and `message`
+/// are NULL or NUL-terminated strings; `out_recording` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_fail(
+    call: *mut IdemkitCall,
+    error_type: *const c_char,
+    message: *const c_char,
+    out_recording: *mut IdemkitRecording,
+) -> IdemkitStatus {
+    guard(|| {
+        let call = open_call(call)?;
+        let failure = Failure::new(
+            required_str(error_type, "error_type")?,
+            required_str(message, "message")?,
+        );
+        call.finished = true;
+        let recording = runtime::block_on(call.executor.fail(&mut call.attempt, &failure));
+        report(recording, out_recording)
+    })
+}
+
+/// Gives up a call whose body was never run: its claim is released, so the next call runs.
+/// Only for a body that did not start — if it may have acted, report it with `idemkit_fail`
+/// (or `idemkit_complete`) instead. The call is finished afterwards.
+///
+/// # Safety
+/// `call` is NULL or a live call handle not used by another thread.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_release_unrun(call: *mut IdemkitCall) -> IdemkitStatus {
+    guard(|| {
+        let call = open_call(call)?;
+        call.finished = true;
+        runtime::block_on(call.executor.abandon_unrun(&mut call.attempt));
+        Ok(())
+    })
+}
+
+/// Frees a call handle. NULL is accepted and ignored. A call freed after `EXECUTE` without
+/// `idemkit_complete`, `idemkit_fail` or `idemkit_release_unrun` keeps its claim in progress:
+/// the outcome is unknown, so when the lease ends the key answers `IDEMKIT_STATUS_INDETERMINATE`
+/// until an operator resolves it or it expires.
+///
+/// # Safety
+/// `call` is NULL or a call handle from `idemkit_begin` that was not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_call_free(call: *mut IdemkitCall) {
+    guard_void(|| {
+        if !call.is_null() {
+            let _runtime = runtime::runtime().enter();
+            drop(Box::from_raw(call));
+        }
+    })
+}

@@ -1,0 +1,35 @@
+//! The C ABI (feature `capi`): status codes, handles and out-parameters over the executor.
+//!
+//! Every exported function catches panics and answers with an [`IdemkitStatus`]; none aborts
+//! the process. Null pointers and text that is not UTF-8 are refused with a status. The
+//! header `include/idemkit.h` is generated from this module by cbindgen; the doc comments
+//! here are its documentation.
+//!
+//! The call protocol is two-step, so a C body never runs inside a native frame:
+//! [`idemkit_begin`] claims the key and answers *execute*, *cached success* or *cached
+//! failure* (or an error status); after *execute* the caller runs its body and reports it
+//! with [`idemkit_complete`] or [`idemkit_fail`].
+
+mod boundary;
+mod call;
+mod key;
+
+pub use boundary::{
+    idemkit_last_error_kind, idemkit_last_error_message, idemkit_status_name, idemkit_string_free,
+    idemkit_version, IdemkitStatus,
+};
+pub use call::{
+    idemkit_begin, idemkit_begin_result_clear, idemkit_call_free, idemkit_call_key,
+    idemkit_complete, idemkit_fail, idemkit_policy_default, idemkit_release_unrun,
+    idemkit_store_free, idemkit_store_open, idemkit_tool_free, idemkit_tool_new, IdemkitAnswer,
+    IdemkitBeginResult, IdemkitCall, IdemkitOnCacheHit, IdemkitPolicy, IdemkitRecording,
+    IdemkitStore, IdemkitStoreOptions, IdemkitStrategy, IdemkitTool,
+};
+pub use key::{idemkit_derive_key, IdemkitKeyRequest};
+
+/// The size of a buffer that holds any key text the library writes: 64 hex characters (or a
+/// 36-character UUID) and the terminating NUL.
+pub const KEY_BUFFER_LEN: usize = 65;
+
+#[cfg(test)]
+mod tests;
