@@ -43,7 +43,10 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_storeDestroy<'l>(
     _class: JClass<'l>,
     store: jlong,
 ) {
-    entry(&mut env, |_| Ok(handles::store_destroy(store)))
+    entry(&mut env, |_| {
+        handles::store_destroy(store);
+        Ok(())
+    })
 }
 
 #[no_mangle]
@@ -120,7 +123,10 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_toolDestroy<'l>(
     _class: JClass<'l>,
     tool: jlong,
 ) {
-    entry(&mut env, |_| Ok(handles::tool_destroy(tool)))
+    entry(&mut env, |_| {
+        handles::tool_destroy(tool);
+        Ok(())
+    })
 }
 
 #[no_mangle]
@@ -213,7 +219,10 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_attemptDestroy<'l>(
     _class: JClass<'l>,
     attempt: jlong,
 ) {
-    entry(&mut env, |_| Ok(handles::attempt_destroy(attempt)))
+    entry(&mut env, |_| {
+        handles::attempt_destroy(attempt);
+        Ok(())
+    })
 }
 
 /// Test support (`dev.idemkit.NativeTestSupport`, in the test sources): a panic at the boundary.

@@ -94,9 +94,13 @@ final class RegisteredTool {
 
     /** Reads a {@link Tool} method and builds its native tool (the core validates the policy). */
     static RegisteredTool of(Object target, Method method, ObjectMapper mapper) {
-        Tool tool = method.getAnnotation(Tool.class);
+        return of(target, method, method.getAnnotation(Tool.class), method.getAnnotation(Idempotent.class), mapper);
+    }
+
+    /** As {@link #of(Object, Method, ObjectMapper)}, with the annotations given (tests build tools by name). */
+    static RegisteredTool of(Object target, Method method, Tool tool, Idempotent methodPolicy, ObjectMapper mapper) {
         String name = tool.name().isEmpty() ? method.getName() : tool.name();
-        Idempotent policy = method.getAnnotation(Idempotent.class);
+        Idempotent policy = methodPolicy;
         if (policy == null) {
             policy = method.getDeclaringClass().getAnnotation(Idempotent.class);
         }

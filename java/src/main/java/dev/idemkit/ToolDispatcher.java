@@ -264,6 +264,7 @@ public final class ToolDispatcher {
     /** Builds a {@link ToolDispatcher}; {@link #build()} registers and validates every tool. */
     public static final class Builder {
         private final List<Object> tools = new ArrayList<>();
+        private final List<Object[]> explicitTools = new ArrayList<>();
         private IdempotencyStore store;
         private String tenant;
         private String run;
@@ -277,6 +278,12 @@ public final class ToolDispatcher {
             for (Object o : objects) {
                 tools.add(Objects.requireNonNull(o, "tool object"));
             }
+            return this;
+        }
+
+        /** Registers one method as a tool with these annotations instead of its own (for tests and generated tools). */
+        Builder tool(Object target, Method method, Tool tool, Idempotent policy) {
+            explicitTools.add(new Object[] {target, method, tool, policy});
             return this;
         }
 
@@ -341,6 +348,14 @@ public final class ToolDispatcher {
                                         + " are key scopes and must be unique");
                             }
                         }
+                    }
+                }
+                for (Object[] t : explicitTools) {
+                    RegisteredTool tool = RegisteredTool.of(t[0], (Method) t[1], (Tool) t[2], (Idempotent) t[3], m);
+                    handles.add(tool.nativeTool.handle);
+                    if (registered.putIfAbsent(tool.name, tool) != null) {
+                        throw new IllegalArgumentException("two tools are named `" + tool.name + "`; tool names"
+                                + " are key scopes and must be unique");
                     }
                 }
             } catch (RuntimeException refused) {
