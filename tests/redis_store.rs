@@ -60,7 +60,9 @@ fn request<'a>(id: RecordId<'a>, token: Token, lease_ms: u64, ttl_ms: u64) -> Cl
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redis_store_passes_the_conformance_suite() {
     let Some(url) = redis_url() else { return };
-    let store = idemkit::store::open(&url, &options(&unique_prefix())).await.unwrap();
+    let store = idemkit::store::open(&url, &options(&unique_prefix()))
+        .await
+        .unwrap();
     assert!(store.describe().starts_with("redis://"));
     idemkit::testing::check_store(|| {
         let store = store.clone();
@@ -72,7 +74,9 @@ async fn redis_store_passes_the_conformance_suite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn records_live_under_prefix_tenant_hex_and_key_with_native_expiry() {
     let Some(url) = redis_url() else { return };
-    let store = RedisStore::connect(&url, &StoreOptions::default()).await.unwrap();
+    let store = RedisStore::connect(&url, &StoreOptions::default())
+        .await
+        .unwrap();
     assert_eq!(store.prefix(), "idemkit:");
     let mut conn = raw(&url).await;
     let key = random_key();
@@ -81,35 +85,84 @@ async fn records_live_under_prefix_tenant_hex_and_key_with_native_expiry() {
     for tenant in tenants {
         let id = RecordId { tenant, key: &key };
         let token = Token::random();
-        store.claim(&request(id, token, 60_000, 120_000)).await.unwrap();
+        store
+            .claim(&request(id, token, 60_000, 120_000))
+            .await
+            .unwrap();
         let expected = match tenant {
             None => format!("idemkit:_:{}", key.hex()),
             Some(t) => format!("idemkit:t{}:{}", hex(t.as_bytes()), key.hex()),
         };
         assert_eq!(store.record_key(id), expected);
-        let kind: String = redis::cmd("TYPE").arg(&expected).query_async(&mut conn).await.unwrap();
+        let kind: String = redis::cmd("TYPE")
+            .arg(&expected)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
         assert_eq!(kind, "hash", "{expected}");
         let (record, _) = store.get(id).await.unwrap();
         let record = record.unwrap();
         assert_eq!(record.tenant.as_deref(), tenant);
         // Records expire natively exactly at expires_at.
-        let expire_at: i64 = redis::cmd("PEXPIRETIME").arg(&expected).query_async(&mut conn).await.unwrap();
+        let expire_at: i64 = redis::cmd("PEXPIRETIME")
+            .arg(&expected)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
         assert_eq!(expire_at, record.expires_at, "{expected}");
-        let fields: Vec<String> = redis::cmd("HKEYS").arg(&expected).query_async(&mut conn).await.unwrap();
-        for field in ["v", "key", "scope", "state", "token", "claimed_at", "lease_end", "ttl_ms", "expires_at"] {
-            assert!(fields.iter().any(|f| f == field), "{expected} lacks {field}: {fields:?}");
+        let fields: Vec<String> = redis::cmd("HKEYS")
+            .arg(&expected)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        for field in [
+            "v",
+            "key",
+            "scope",
+            "state",
+            "token",
+            "claimed_at",
+            "lease_end",
+            "ttl_ms",
+            "expires_at",
+        ] {
+            assert!(
+                fields.iter().any(|f| f == field),
+                "{expected} lacks {field}: {fields:?}"
+            );
         }
         assert_eq!(fields.iter().any(|f| f == "tenant"), tenant.is_some());
-        store.complete(id, token, &Outcome::success(r#"{"n":12345678901234567890}"#).unwrap(), 90_000).await.unwrap();
-        let outcome: String = redis::cmd("HGET").arg(&expected).arg("outcome").query_async(&mut conn).await.unwrap();
+        store
+            .complete(
+                id,
+                token,
+                &Outcome::success(r#"{"n":12345678901234567890}"#).unwrap(),
+                90_000,
+            )
+            .await
+            .unwrap();
+        let outcome: String = redis::cmd("HGET")
+            .arg(&expected)
+            .arg("outcome")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
         assert_eq!(outcome, r#"{"success":{"n":12345678901234567890}}"#);
         let (record, _) = store.get(id).await.unwrap();
-        let expire_at: i64 = redis::cmd("PEXPIRETIME").arg(&expected).query_async(&mut conn).await.unwrap();
+        let expire_at: i64 = redis::cmd("PEXPIRETIME")
+            .arg(&expected)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
         assert_eq!(expire_at, record.unwrap().expires_at);
     }
     assert_eq!(tenant_segment(Some("acme")), "t61636d65");
     for tenant in tenants {
-        let _: i64 = redis::cmd("DEL").arg(store.record_key(RecordId { tenant, key: &key })).query_async(&mut conn).await.unwrap();
+        let _: i64 = redis::cmd("DEL")
+            .arg(store.record_key(RecordId { tenant, key: &key }))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
     }
 }
 
@@ -133,15 +186,28 @@ async fn forget_scans_only_its_own_glob_escaped_prefix() {
     let key = random_key();
     for store in &stores {
         for t in [Some(tenant.as_str()), None] {
-            let id = RecordId { tenant: t, key: &key };
-            store.claim(&request(id, Token::random(), 60_000, 60_000)).await.unwrap();
+            let id = RecordId {
+                tenant: t,
+                key: &key,
+            };
+            store
+                .claim(&request(id, Token::random(), 60_000, 60_000))
+                .await
+                .unwrap();
         }
     }
     assert_eq!(stores[0].forget(Some(&tenant)).await.unwrap(), 1);
     assert_eq!(stores[0].forget(None).await.unwrap(), 1);
     for store in &stores[1..] {
-        let id = RecordId { tenant: Some(&tenant), key: &key };
-        assert!(store.get(id).await.unwrap().0.is_some(), "{} lost a record", store.prefix());
+        let id = RecordId {
+            tenant: Some(&tenant),
+            key: &key,
+        };
+        assert!(
+            store.get(id).await.unwrap().0.is_some(),
+            "{} lost a record",
+            store.prefix()
+        );
         assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 1);
         assert_eq!(store.forget(None).await.unwrap(), 1);
     }
@@ -150,7 +216,11 @@ async fn forget_scans_only_its_own_glob_escaped_prefix() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn forget_deletes_many_records_in_batches() {
     let Some(url) = redis_url() else { return };
-    let store = Arc::new(RedisStore::connect(&url, &options(&unique_prefix())).await.unwrap());
+    let store = Arc::new(
+        RedisStore::connect(&url, &options(&unique_prefix()))
+            .await
+            .unwrap(),
+    );
     let tenant = random_tenant();
     let mut tasks = Vec::new();
     for _ in 0..8 {
@@ -159,8 +229,14 @@ async fn forget_deletes_many_records_in_batches() {
         tasks.push(tokio::spawn(async move {
             for _ in 0..150 {
                 let key = random_key();
-                let id = RecordId { tenant: Some(&tenant), key: &key };
-                store.claim(&request(id, Token::random(), 60_000, 60_000)).await.unwrap();
+                let id = RecordId {
+                    tenant: Some(&tenant),
+                    key: &key,
+                };
+                store
+                    .claim(&request(id, Token::random(), 60_000, 60_000))
+                    .await
+                    .unwrap();
             }
         }));
     }
@@ -174,25 +250,60 @@ async fn forget_deletes_many_records_in_batches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn purge_finds_records_expired_but_still_present() {
     let Some(url) = redis_url() else { return };
-    let store = RedisStore::connect(&url, &options(&unique_prefix())).await.unwrap();
+    let store = RedisStore::connect(&url, &options(&unique_prefix()))
+        .await
+        .unwrap();
     let mut conn = raw(&url).await;
     let tenant = random_tenant();
     let (stuck, live) = (random_key(), random_key());
     for (key, ttl) in [(&stuck, 200), (&live, 600_000)] {
-        let id = RecordId { tenant: Some(&tenant), key };
+        let id = RecordId {
+            tenant: Some(&tenant),
+            key,
+        };
         let token = Token::random();
         store.claim(&request(id, token, 100, ttl)).await.unwrap();
     }
     // Someone removed the native expiry: only the record's own expires_at still counts.
-    let stuck_key = store.record_key(RecordId { tenant: Some(&tenant), key: &stuck });
-    let persisted: i64 = redis::cmd("PERSIST").arg(&stuck_key).query_async(&mut conn).await.unwrap();
+    let stuck_key = store.record_key(RecordId {
+        tenant: Some(&tenant),
+        key: &stuck,
+    });
+    let persisted: i64 = redis::cmd("PERSIST")
+        .arg(&stuck_key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     assert_eq!(persisted, 1);
     tokio::time::sleep(Duration::from_millis(450)).await;
-    assert_eq!(store.get(RecordId { tenant: Some(&tenant), key: &stuck }).await.unwrap().0, None, "expired records are invisible");
+    assert_eq!(
+        store
+            .get(RecordId {
+                tenant: Some(&tenant),
+                key: &stuck
+            })
+            .await
+            .unwrap()
+            .0,
+        None,
+        "expired records are invisible"
+    );
     assert_eq!(store.purge_expired().await.unwrap(), 1);
-    let exists: i64 = redis::cmd("EXISTS").arg(&stuck_key).query_async(&mut conn).await.unwrap();
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg(&stuck_key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     assert_eq!(exists, 0);
-    assert!(store.get(RecordId { tenant: Some(&tenant), key: &live }).await.unwrap().0.is_some());
+    assert!(store
+        .get(RecordId {
+            tenant: Some(&tenant),
+            key: &live
+        })
+        .await
+        .unwrap()
+        .0
+        .is_some());
     assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 1);
 }
 
@@ -201,7 +312,11 @@ async fn purge_finds_records_expired_but_still_present() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn takeovers_have_exactly_one_winner_under_contention() {
     let Some(url) = redis_url() else { return };
-    let store: Arc<dyn Store> = Arc::new(RedisStore::connect(&url, &options(&unique_prefix())).await.unwrap());
+    let store: Arc<dyn Store> = Arc::new(
+        RedisStore::connect(&url, &options(&unique_prefix()))
+            .await
+            .unwrap(),
+    );
     contend_for_takeovers(store).await;
 }
 
@@ -209,11 +324,17 @@ async fn contend_for_takeovers(store: Arc<dyn Store>) {
     let tenant = random_tenant();
     for round in 0..6 {
         let key = random_key();
-        let id = RecordId { tenant: Some(&tenant), key: &key };
+        let id = RecordId {
+            tenant: Some(&tenant),
+            key: &key,
+        };
         let first = Token::random();
         let retry_failure = round % 2 == 1;
         if retry_failure {
-            store.claim(&request(id, first, 60_000, 60_000)).await.unwrap();
+            store
+                .claim(&request(id, first, 60_000, 60_000))
+                .await
+                .unwrap();
             let failure = Outcome::Failure(idemkit::Failure::new("Boom", "no"));
             store.complete(id, first, &failure, 60_000).await.unwrap();
         } else {
@@ -226,7 +347,10 @@ async fn contend_for_takeovers(store: Arc<dyn Store>) {
             let (store, start, tenant) = (store.clone(), start.clone(), tenant.clone());
             tasks.push(tokio::spawn(async move {
                 start.wait().await;
-                let id = RecordId { tenant: Some(&tenant), key: &key };
+                let id = RecordId {
+                    tenant: Some(&tenant),
+                    key: &key,
+                };
                 let token = Token::random();
                 let mut r = request(id, token, 60_000, 60_000);
                 r.retry_failure = retry_failure;
@@ -243,7 +367,10 @@ async fn contend_for_takeovers(store: Arc<dyn Store>) {
             }
         }
         assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
-        assert!(holders.iter().all(|h| *h == winners[0]), "round {round}: everyone sees the winner");
+        assert!(
+            holders.iter().all(|h| *h == winners[0]),
+            "round {round}: everyone sees the winner"
+        );
         let (record, _) = store.get(id).await.unwrap();
         assert_eq!(record.unwrap().token, winners[0]);
     }
@@ -322,8 +449,22 @@ impl Drop for PrivateRedis {
 fn spawn_redis(port: u16, extra: &[String]) -> Option<Child> {
     let mut command = Command::new("redis-server");
     command
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .args(["--daemonize", "no", "--dir", &std::env::temp_dir().to_string_lossy()])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args([
+            "--daemonize",
+            "no",
+            "--dir",
+            &std::env::temp_dir().to_string_lossy(),
+        ])
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -337,7 +478,11 @@ fn spawn_redis(port: u16, extra: &[String]) -> Option<Child> {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,19 +490,45 @@ async fn an_evicting_maxmemory_policy_is_refused_unless_allowed() {
     if redis_url().is_none() {
         return;
     }
-    let Some(server) = PrivateRedis::start(&["--maxmemory-policy", "allkeys-lru", "--maxmemory", "64mb"]) else {
+    let Some(server) =
+        PrivateRedis::start(&["--maxmemory-policy", "allkeys-lru", "--maxmemory", "64mb"])
+    else {
         return;
     };
     let url = server.url("");
-    let error = RedisStore::connect(&url, &StoreOptions::default()).await.unwrap_err();
+    let error = RedisStore::connect(&url, &StoreOptions::default())
+        .await
+        .unwrap_err();
     let text = error.to_string();
-    assert!(text.contains("allkeys-lru") && text.contains("noeviction") && text.contains("allow_evicting"), "{text}");
-    let error = idemkit::store::open(&url, &StoreOptions::default()).await.err().expect("refused");
+    assert!(
+        text.contains("allkeys-lru")
+            && text.contains("noeviction")
+            && text.contains("allow_evicting"),
+        "{text}"
+    );
+    let error = idemkit::store::open(&url, &StoreOptions::default())
+        .await
+        .err()
+        .expect("refused");
     assert_eq!(error.kind(), ErrorKind::Configuration);
-    let allowed = StoreOptions { allow_evicting: true, ..StoreOptions::default() };
+    let allowed = StoreOptions {
+        allow_evicting: true,
+        ..StoreOptions::default()
+    };
     let store = RedisStore::connect(&url, &allowed).await.unwrap();
     let key = random_key();
-    let reply = store.claim(&request(RecordId { tenant: None, key: &key }, Token::random(), 1000, 1000)).await.unwrap();
+    let reply = store
+        .claim(&request(
+            RecordId {
+                tenant: None,
+                key: &key,
+            },
+            Token::random(),
+            1000,
+            1000,
+        ))
+        .await
+        .unwrap();
     assert!(matches!(reply.claim, Claim::Acquired { .. }));
 }
 
@@ -366,15 +537,36 @@ async fn passwords_authenticate_and_never_show_in_descriptions() {
     if redis_url().is_none() {
         return;
     }
-    let Some(server) = PrivateRedis::start(&["--requirepass", "s3cret-pw", "--maxmemory-policy", "noeviction"]) else {
+    let Some(server) = PrivateRedis::start(&[
+        "--requirepass",
+        "s3cret-pw",
+        "--maxmemory-policy",
+        "noeviction",
+    ]) else {
         return;
     };
-    let store = idemkit::store::open(&server.url(":s3cret-pw@"), &StoreOptions::default()).await.unwrap();
+    let store = idemkit::store::open(&server.url(":s3cret-pw@"), &StoreOptions::default())
+        .await
+        .unwrap();
     assert!(!store.describe().contains("s3cret"), "{}", store.describe());
     let key = random_key();
-    let reply = store.claim(&request(RecordId { tenant: None, key: &key }, Token::random(), 1000, 1000)).await.unwrap();
+    let reply = store
+        .claim(&request(
+            RecordId {
+                tenant: None,
+                key: &key,
+            },
+            Token::random(),
+            1000,
+            1000,
+        ))
+        .await
+        .unwrap();
     assert!(matches!(reply.claim, Claim::Acquired { .. }));
-    let error = idemkit::store::open(&server.url(":wrong-pw@"), &StoreOptions::default()).await.err().expect("wrong password refused");
+    let error = idemkit::store::open(&server.url(":wrong-pw@"), &StoreOptions::default())
+        .await
+        .err()
+        .expect("wrong password refused");
     assert!(!error.to_string().contains("wrong-pw"), "{error}");
 }
 
@@ -390,7 +582,9 @@ async fn an_outage_fails_calls_unrun_and_the_same_store_recovers() {
     let Some(mut server) = PrivateRedis::start(&["--maxmemory-policy", "noeviction"]) else {
         return;
     };
-    let store = idemkit::store::open(&server.url(""), &StoreOptions::default()).await.unwrap();
+    let store = idemkit::store::open(&server.url(""), &StoreOptions::default())
+        .await
+        .unwrap();
     let executor = Executor::new(store);
     let send = tool("send_during_outage", Duration::from_secs(30));
     let context = CallContext::new().tenant("outage");
@@ -417,16 +611,30 @@ async fn an_outage_fails_calls_unrun_and_the_same_store_recovers() {
     for key in ["during-1", "during-2", "during-3"] {
         let started = Instant::now();
         match call(key).await {
-            Err(CallError::Idempotency(e)) => assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{e}"),
+            Err(CallError::Idempotency(e)) => {
+                assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{e}")
+            }
             other => panic!("expected store-unavailable, got {other:?}"),
         }
-        assert!(started.elapsed() < Duration::from_secs(8), "failing took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "failing took {:?}",
+            started.elapsed()
+        );
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "no body runs while the store is down");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "no body runs while the store is down"
+    );
 
     server.restart();
     // Scripts are gone with the old process: EVALSHA falls back to loading them.
-    assert_eq!(call("after").await.unwrap(), 5, "the first call after the outage works");
+    assert_eq!(
+        call("after").await.unwrap(),
+        5,
+        "the first call after the outage works"
+    );
     assert_eq!(call("after").await.unwrap(), 5);
     for i in 0..8 {
         let key: &'static str = Box::leak(format!("after-{i}").into_boxed_str());
@@ -444,19 +652,30 @@ const CHILD_ENV: &str = "IDEMKIT_REDIS_HANG_CHILD";
 /// starts (it claims a key, says so, and hangs until it is killed). Does nothing otherwise.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn child_process_claims_and_hangs() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     let parts: Vec<&str> = spec.split(' ').collect();
-    let [url, key, tenant] = parts[..] else { panic!("url, key and tenant expected") };
-    let store = idemkit::store::open(url, &StoreOptions::default()).await.unwrap();
+    let [url, key, tenant] = parts[..] else {
+        panic!("url, key and tenant expected")
+    };
+    let store = idemkit::store::open(url, &StoreOptions::default())
+        .await
+        .unwrap();
     let executor = Executor::new(store);
     let context = CallContext::new().tenant(tenant);
     let _ = executor
-        .call(&tool("charge_card", Duration::from_secs(2)), &context, KeyInput::Explicit(key), |_| async {
-            println!("CLAIMED");
-            std::io::stdout().flush().unwrap();
-            tokio::time::sleep(Duration::from_secs(120)).await;
-            Ok::<_, std::io::Error>(())
-        })
+        .call(
+            &tool("charge_card", Duration::from_secs(2)),
+            &context,
+            KeyInput::Explicit(key),
+            |_| async {
+                println!("CLAIMED");
+                std::io::stdout().flush().unwrap();
+                tokio::time::sleep(Duration::from_secs(120)).await;
+                Ok::<_, std::io::Error>(())
+            },
+        )
         .await;
 }
 
@@ -466,7 +685,13 @@ async fn a_holder_killed_mid_call_leaves_an_in_progress_claim_that_becomes_indet
     let key = format!("order-{}", Token::random().hex());
     let tenant = random_tenant();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_process_claims_and_hangs", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--exact",
+            "child_process_claims_and_hangs",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(CHILD_ENV, format!("{url} {key} {tenant}"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -474,34 +699,55 @@ async fn a_holder_killed_mid_call_leaves_an_in_progress_claim_that_becomes_indet
         .unwrap();
     let stdout = child.stdout.take().unwrap();
     let claimed = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout).lines().map_while(Result::ok).any(|line| line.contains("CLAIMED"))
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|line| line.contains("CLAIMED"))
     });
     let claimed = tokio::time::timeout(Duration::from_secs(30), claimed).await;
     child.kill().unwrap(); // SIGKILL: no destructor, no release
     child.wait().unwrap();
-    assert!(matches!(claimed, Ok(Ok(true))), "the child never claimed the key");
+    assert!(
+        matches!(claimed, Ok(Ok(true))),
+        "the child never claimed the key"
+    );
 
-    let store = idemkit::store::open(&url, &StoreOptions::default()).await.unwrap();
+    let store = idemkit::store::open(&url, &StoreOptions::default())
+        .await
+        .unwrap();
     let charge = tool("charge_card", Duration::from_secs(2));
     let context = CallContext::new().tenant(tenant.clone());
     let derived = idemkit::derive_key(
-        &idemkit::KeyScope { scope: "charge_card", tenant: Some(&tenant), run: None },
+        &idemkit::KeyScope {
+            scope: "charge_card",
+            tenant: Some(&tenant),
+            run: None,
+        },
         KeyInput::Explicit(&key),
         &[],
     )
     .unwrap();
-    let id = RecordId { tenant: Some(&tenant), key: &derived };
+    let id = RecordId {
+        tenant: Some(&tenant),
+        key: &derived,
+    };
     let (record, now) = store.get(id).await.unwrap();
     let record = record.expect("the killed holder's claim is still there");
     assert_eq!(record.state, RecordState::InProgress);
-    assert_eq!(record.status(now), Status::InProgress, "within the lease it is in progress");
+    assert_eq!(
+        record.status(now),
+        Status::InProgress,
+        "within the lease it is in progress"
+    );
 
     // A caller that fails fast sees it in progress; a waiting caller waits out the lease and
     // then gets the indeterminate outcome. Neither runs the body.
     let executor = Executor::new(store.clone());
     let fast = Tool::new(
         "charge_card",
-        Policy::new(KeyStrategy::Explicit).with_lease(Duration::from_secs(2)).with_on_cache_hit(RetryBehavior::FailFast),
+        Policy::new(KeyStrategy::Explicit)
+            .with_lease(Duration::from_secs(2))
+            .with_on_cache_hit(RetryBehavior::FailFast),
     )
     .unwrap();
     let ran = Arc::new(AtomicUsize::new(0));
@@ -511,17 +757,38 @@ async fn a_holder_killed_mid_call_leaves_an_in_progress_claim_that_becomes_indet
             Ok::<_, std::io::Error>(())
         }
     };
-    let early = executor.call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone())).await;
-    assert_eq!(early.unwrap_err().idempotency().map(|e| e.kind()), Some(ErrorKind::FailFast));
+    let early = executor
+        .call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone()))
+        .await;
+    assert_eq!(
+        early.unwrap_err().idempotency().map(|e| e.kind()),
+        Some(ErrorKind::FailFast)
+    );
     let started = Instant::now();
-    let late = executor.call(&charge, &context, KeyInput::Explicit(&key), body(ran.clone())).await;
+    let late = executor
+        .call(
+            &charge,
+            &context,
+            KeyInput::Explicit(&key),
+            body(ran.clone()),
+        )
+        .await;
     let error = late.unwrap_err();
-    assert_eq!(error.idempotency().map(|e| e.kind()), Some(ErrorKind::Indeterminate), "{error}");
+    assert_eq!(
+        error.idempotency().map(|e| e.kind()),
+        Some(ErrorKind::Indeterminate),
+        "{error}"
+    );
     assert!(started.elapsed() < Duration::from_secs(5));
     let (record, now) = store.get(id).await.unwrap();
     assert_eq!(record.unwrap().status(now), Status::Abandoned);
-    let again = executor.call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone())).await;
-    assert_eq!(again.unwrap_err().idempotency().map(|e| e.kind()), Some(ErrorKind::Indeterminate));
+    let again = executor
+        .call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone()))
+        .await;
+    assert_eq!(
+        again.unwrap_err().idempotency().map(|e| e.kind()),
+        Some(ErrorKind::Indeterminate)
+    );
     assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran again");
     store.forget(Some(&tenant)).await.unwrap();
 }

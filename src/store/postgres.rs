@@ -114,7 +114,11 @@ fn record_from_row(row: &Row, offset: usize) -> Result<Option<Record>, StoreErro
     let state = match state.as_str() {
         "in_progress" => RecordState::InProgress,
         "completed" => RecordState::Completed,
-        other => return Err(StoreError::Corrupt(format!("record {key} has state {other:?}"))),
+        other => {
+            return Err(StoreError::Corrupt(format!(
+                "record {key} has state {other:?}"
+            )))
+        }
     };
     let token: String = row.try_get(offset + 5).map_err(corrupt)?;
     let token = Token::from_hex(&token)
@@ -187,7 +191,9 @@ impl Sql {
         // A claim takes over the row when the old record is expired, or is a failure that this
         // claim retries; `excluded.claimed_at` is this statement's now.
         let take = "(r.expires_at <= excluded.claimed_at OR ($8::boolean AND r.state = 'completed' AND r.outcome_kind = 'failure'))";
-        let set = |column: &str| format!("{column} = CASE WHEN {take} THEN excluded.{column} ELSE r.{column} END");
+        let set = |column: &str| {
+            format!("{column} = CASE WHEN {take} THEN excluded.{column} ELSE r.{column} END")
+        };
         let sets = [
             "format",
             "scope",
@@ -392,7 +398,9 @@ impl PostgresStore {
             slots: (0..CONNECTIONS).map(|_| Slot::default()).collect(),
             next: AtomicUsize::new(0),
             url: shown,
-            max_outcome_bytes: options.max_outcome_bytes.unwrap_or(DEFAULT_MAX_OUTCOME_BYTES),
+            max_outcome_bytes: options
+                .max_outcome_bytes
+                .unwrap_or(DEFAULT_MAX_OUTCOME_BYTES),
         };
         let client = store.raw_connection().await?;
         let found: Option<String> = client
@@ -425,7 +433,10 @@ impl PostgresStore {
             // Two processes creating the table at once: one loses on the catalog's unique index.
             if e.as_db_error().is_some() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                client.batch_execute(&ddl).await.map_err(|e| self.error(e))?;
+                client
+                    .batch_execute(&ddl)
+                    .await
+                    .map_err(|e| self.error(e))?;
             } else {
                 return Err(self.error(e));
             }
@@ -434,11 +445,10 @@ impl PostgresStore {
     }
 
     async fn raw_connection(&self) -> Result<Client, StoreError> {
-        let (client, connection) = self
-            .config
-            .connect(NoTls)
-            .await
-            .map_err(|e| StoreError::unavailable(format!("cannot connect to {}: {e}", self.url)))?;
+        let (client, connection) =
+            self.config.connect(NoTls).await.map_err(|e| {
+                StoreError::unavailable(format!("cannot connect to {}: {e}", self.url))
+            })?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 log::debug!("idemkit: PostgreSQL connection ended: {e}");
@@ -724,10 +734,15 @@ impl Store for PostgresStore {
             Some(t) => format!("t{t}"),
         });
         let status: Option<&str> = filter.status.map(Status::name);
-        let limit = if filter.limit == 0 { 1000 } else { filter.limit } as i64;
+        let limit = if filter.limit == 0 {
+            1000
+        } else {
+            filter.limit
+        } as i64;
         let rows = self
             .run(true, |s| {
-                let (tenant_key, after_tenant, after_key) = (&tenant_key, &after_tenant, &after_key);
+                let (tenant_key, after_tenant, after_key) =
+                    (&tenant_key, &after_tenant, &after_key);
                 async move {
                     s.client
                         .query(
@@ -776,7 +791,12 @@ impl Store for PostgresStore {
             Resolution::Release => ("release", None, None, 0i64),
             Resolution::Complete { outcome, ttl_ms } => {
                 let (json, kind) = outcome_fields(outcome);
-                ("complete", Some(json), Some(kind), (*ttl_ms).min(MAX_SPAN_MS) as i64)
+                (
+                    "complete",
+                    Some(json),
+                    Some(kind),
+                    (*ttl_ms).min(MAX_SPAN_MS) as i64,
+                )
             }
         };
         // A row that changed between this statement's snapshot and its write is read again.
@@ -901,7 +921,10 @@ mod tests {
             &"a".repeat(64),
         ] {
             let e = validate_table_name(bad).unwrap_err();
-            assert!(e.to_string().contains("not an SQL identifier"), "{bad}: {e}");
+            assert!(
+                e.to_string().contains("not an SQL identifier"),
+                "{bad}: {e}"
+            );
         }
     }
 
@@ -909,7 +932,9 @@ mod tests {
     fn schema_sql_substitutes_the_table_name() {
         let ddl = schema_sql("app.records").unwrap();
         assert!(ddl.contains("CREATE TABLE IF NOT EXISTS app.records ("));
-        assert!(ddl.contains("CREATE INDEX IF NOT EXISTS records_expires_at_idx ON app.records (expires_at)"));
+        assert!(ddl.contains(
+            "CREATE INDEX IF NOT EXISTS records_expires_at_idx ON app.records (expires_at)"
+        ));
         assert!(!ddl.contains("idemkit_records"));
         assert!(schema_sql("bad name").is_err());
     }

@@ -245,7 +245,9 @@ fn is_record_suffix(suffix: &str) -> bool {
     let tenant_ok = t == "_"
         || (t.starts_with('t')
             && t.len() % 2 == 1
-            && t[1..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+            && t[1..]
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
     tenant_ok && key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
@@ -300,7 +302,9 @@ impl RedisStore {
             next: AtomicUsize::new(0),
             prefix,
             url: shown,
-            max_outcome_bytes: options.max_outcome_bytes.unwrap_or(DEFAULT_MAX_OUTCOME_BYTES),
+            max_outcome_bytes: options
+                .max_outcome_bytes
+                .unwrap_or(DEFAULT_MAX_OUTCOME_BYTES),
         };
         store.check_eviction_policy(options.allow_evicting).await?;
         Ok(store)
@@ -313,7 +317,12 @@ impl RedisStore {
 
     /// The Redis key of a record: `<prefix><t>:<key>`.
     pub fn record_key(&self, id: RecordId<'_>) -> String {
-        format!("{}{}:{}", self.prefix, tenant_segment(id.tenant), id.key.hex())
+        format!(
+            "{}{}:{}",
+            self.prefix,
+            tenant_segment(id.tenant),
+            id.key.hex()
+        )
     }
 
     async fn check_eviction_policy(&self, allow_evicting: bool) -> Result<(), StoreError> {
@@ -516,8 +525,9 @@ fn record_from_hash(flat: &[Value]) -> Result<Record, StoreError> {
         }
     };
     let token_text = token.ok_or_else(|| missing("token"))?;
-    let token = Token::from_hex(&token_text)
-        .ok_or_else(|| StoreError::Corrupt(format!("record {key_text} has token {token_text:?}")))?;
+    let token = Token::from_hex(&token_text).ok_or_else(|| {
+        StoreError::Corrupt(format!("record {key_text} has token {token_text:?}"))
+    })?;
     let outcome = match outcome {
         None => None,
         Some(json) => Some(serde_json::from_str::<Outcome>(&json).map_err(|e| {
@@ -578,7 +588,8 @@ impl ListCursor {
                 pending: Vec::new(),
             });
         };
-        let bad = || StoreError::Configuration(format!("bad list cursor {text:?} for the Redis store"));
+        let bad =
+            || StoreError::Configuration(format!("bad list cursor {text:?} for the Redis store"));
         let rest = text.strip_prefix("r1.").ok_or_else(bad)?;
         let (scan, pending) = rest.split_once('.').ok_or_else(bad)?;
         let scan = if scan == "-" {
@@ -628,7 +639,11 @@ impl Store for RedisStore {
                     .arg(RECORD_FORMAT)
                     .arg(&key_hex)
                     .arg(request.scope)
-                    .arg(if request.id.tenant.is_some() { "1" } else { "0" })
+                    .arg(if request.id.tenant.is_some() {
+                        "1"
+                    } else {
+                        "0"
+                    })
                     .arg(request.id.tenant.unwrap_or(""));
                 async move { invocation.invoke_async(&mut c).await }
             })
@@ -714,7 +729,11 @@ impl Store for RedisStore {
 
     async fn list(&self, filter: &ListFilter, cursor: Option<&str>) -> Result<Page, StoreError> {
         let mut position = ListCursor::parse(cursor)?;
-        let limit = if filter.limit == 0 { 1000 } else { filter.limit };
+        let limit = if filter.limit == 0 {
+            1000
+        } else {
+            filter.limit
+        };
         let pattern = match &filter.tenant {
             None => format!("{}*", glob_escape(&self.prefix)),
             Some(tenant) => format!(
@@ -764,7 +783,12 @@ impl Store for RedisStore {
             }
             steps += 1;
             let (next, keys) = self
-                .scan(&mut connection, scan, &pattern, limit.clamp(100, SCAN_BATCH * 2))
+                .scan(
+                    &mut connection,
+                    scan,
+                    &pattern,
+                    limit.clamp(100, SCAN_BATCH * 2),
+                )
                 .await?;
             position.scan = (next != 0).then_some(next);
             position.pending = keys
@@ -827,7 +851,9 @@ impl Store for RedisStore {
         for mut primary in self.primaries() {
             let mut cursor = 0u64;
             loop {
-                let (next, keys) = self.scan(&mut primary, cursor, &pattern, SCAN_BATCH).await?;
+                let (next, keys) = self
+                    .scan(&mut primary, cursor, &pattern, SCAN_BATCH)
+                    .await?;
                 if !keys.is_empty() {
                     // One UNLINK per key, pipelined: one round trip per batch, and no multi-key
                     // command that Redis Cluster would refuse across slots.
@@ -864,7 +890,9 @@ impl Store for RedisStore {
                 .map_err(|e| self.error(e))?;
             let mut cursor = 0u64;
             loop {
-                let (next, keys) = self.scan(&mut primary, cursor, &pattern, SCAN_BATCH).await?;
+                let (next, keys) = self
+                    .scan(&mut primary, cursor, &pattern, SCAN_BATCH)
+                    .await?;
                 let keys: Vec<String> = keys
                     .into_iter()
                     .filter(|k| k.strip_prefix(&self.prefix).is_some_and(is_record_suffix))
@@ -872,7 +900,10 @@ impl Store for RedisStore {
                 if !keys.is_empty() {
                     let mut pipe = redis::pipe();
                     for key in &keys {
-                        pipe.cmd("EVALSHA").arg(PURGE_ONE.get_hash()).arg(1).arg(key);
+                        pipe.cmd("EVALSHA")
+                            .arg(PURGE_ONE.get_hash())
+                            .arg(1)
+                            .arg(key);
                     }
                     let counts: Vec<i64> = pipe
                         .query_async(&mut primary)

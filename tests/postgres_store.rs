@@ -1,0 +1,808 @@
+//! The PostgreSQL store against a real server (`IDEMKIT_POSTGRES_URL`, set by `scripts/test.sh`
+//! after `scripts/services.sh start`). Outages are simulated with a TCP proxy in front of that
+//! server (stopping the shared server would disturb other tests), and with a closed port.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use idemkit::store::postgres::{schema_sql, PostgresStore, SCHEMA_SQL};
+use idemkit::store::{Claim, ClaimRequest, RecordId, StoreOptions};
+use idemkit::testing::{random_key, random_tenant};
+use idemkit::{
+    CallContext, CallError, ErrorKind, Executor, Failure, KeyInput, KeyStrategy, Outcome, Policy,
+    RecordState, RetryBehavior, Status, Store, Token, Tool,
+};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+fn postgres_url() -> Option<String> {
+    match std::env::var("IDEMKIT_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!("SKIPPED: IDEMKIT_POSTGRES_URL not set — run scripts/test.sh");
+            None
+        }
+    }
+}
+
+/// A table of its own for each test, dropped when the test ends.
+struct TestTable {
+    url: String,
+    name: String,
+}
+
+impl TestTable {
+    async fn new(url: &str) -> (TestTable, PostgresStore) {
+        let name = format!("idemkit_test_{}", &Token::random().hex()[..12]);
+        let store = PostgresStore::connect(url, &table_options(&name))
+            .await
+            .unwrap();
+        store.create_table_if_missing().await.unwrap();
+        (
+            TestTable {
+                url: url.to_owned(),
+                name,
+            },
+            store,
+        )
+    }
+}
+
+impl Drop for TestTable {
+    fn drop(&mut self) {
+        let (url, name) = (self.url.clone(), self.name.clone());
+        // Dropped from a plain thread: a tokio runtime may be shutting down around us.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                if let Ok(client) = raw(&url).await {
+                    let _ = client
+                        .batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+fn table_options(table: &str) -> StoreOptions {
+    StoreOptions {
+        table: Some(table.to_owned()),
+        ..StoreOptions::default()
+    }
+}
+
+async fn raw(url: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+fn request<'a>(id: RecordId<'a>, token: Token, lease_ms: u64, ttl_ms: u64) -> ClaimRequest<'a> {
+    ClaimRequest {
+        id,
+        scope: "postgres_test",
+        token,
+        lease_ms,
+        ttl_ms,
+        retry_failure: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_store_passes_the_conformance_suite() {
+    let Some(url) = postgres_url() else { return };
+    let (table, store) = TestTable::new(&url).await;
+    drop(store);
+    let store = idemkit::store::open(&url, &table_options(&table.name))
+        .await
+        .unwrap();
+    assert!(store.describe().starts_with("postgres://"));
+    idemkit::testing::check_store(|| {
+        let store = store.clone();
+        async move { store }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_shipped_sql_file_and_create_table_if_missing_make_the_same_table() {
+    let Some(url) = postgres_url() else { return };
+    let client = raw(&url).await.unwrap();
+    let schema = format!("idemkit_schema_{}", &Token::random().hex()[..10]);
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .unwrap();
+    // The file as shipped, run by a "migration tool" in its own schema.
+    client
+        .batch_execute(&format!(
+            "SET search_path TO {schema}; {SCHEMA_SQL}; RESET search_path;"
+        ))
+        .await
+        .unwrap();
+    // The library's DDL, for a schema-qualified name, twice (it is idempotent).
+    let qualified = format!("{schema}.records");
+    let store = PostgresStore::connect(&url, &table_options(&qualified))
+        .await
+        .unwrap();
+    store.create_table_if_missing().await.unwrap();
+    store.create_table_if_missing().await.unwrap();
+    let columns = |table: &'static str| {
+        let (client, schema) = (&client, &schema);
+        async move {
+            client
+                .query(
+                    "SELECT column_name, data_type, is_nullable, coalesce(generation_expression, '')
+                     FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2
+                     ORDER BY ordinal_position",
+                    &[schema, &table],
+                )
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| format!("{} {} {} {}", r.get::<_, String>(0), r.get::<_, String>(1), r.get::<_, String>(2), r.get::<_, String>(3)))
+                .collect::<Vec<_>>()
+        }
+    };
+    let shipped = columns("idemkit_records").await;
+    assert!(shipped.len() >= 12, "{shipped:?}");
+    assert_eq!(shipped, columns("records").await);
+    let indexes: Vec<String> = client
+        .query(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY 1",
+            &[&schema],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(
+        indexes.contains(&"records_expires_at_idx".to_owned()),
+        "{indexes:?}"
+    );
+    assert!(
+        indexes.contains(&"idemkit_records_expires_at_idx".to_owned()),
+        "{indexes:?}"
+    );
+    // The store works on the schema-qualified table.
+    let key = random_key();
+    let reply = store
+        .claim(&request(
+            RecordId {
+                tenant: None,
+                key: &key,
+            },
+            Token::random(),
+            1000,
+            1000,
+        ))
+        .await
+        .unwrap();
+    assert!(matches!(reply.claim, Claim::Acquired { .. }));
+    assert!(schema_sql(&qualified)
+        .unwrap()
+        .contains(&format!("ON {qualified} (expires_at)")));
+    client
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_name_that_is_not_an_identifier_is_refused() {
+    let Some(url) = postgres_url() else { return };
+    for bad in ["records; DROP TABLE x", "1records", "a.b.c", "my-table", ""] {
+        let error = idemkit::store::open(&url, &table_options(bad))
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(error.kind(), ErrorKind::Configuration, "{bad}: {error}");
+        assert!(
+            error.to_string().contains("not an SQL identifier"),
+            "{error}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_table_says_how_to_create_it() {
+    let Some(url) = postgres_url() else { return };
+    let name = format!("idemkit_missing_{}", &Token::random().hex()[..8]);
+    let store = PostgresStore::connect(&url, &table_options(&name))
+        .await
+        .unwrap();
+    let key = random_key();
+    let error = store
+        .claim(&request(
+            RecordId {
+                tenant: None,
+                key: &key,
+            },
+            Token::random(),
+            1000,
+            1000,
+        ))
+        .await
+        .unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains(&name) && text.contains("create_table_if_missing"),
+        "{text}"
+    );
+    store.create_table_if_missing().await.unwrap();
+    let reply = store
+        .claim(&request(
+            RecordId {
+                tenant: None,
+                key: &key,
+            },
+            Token::random(),
+            1000,
+            1000,
+        ))
+        .await
+        .unwrap();
+    assert!(
+        matches!(reply.claim, Claim::Acquired { .. }),
+        "works once the table exists"
+    );
+    raw(&url)
+        .await
+        .unwrap()
+        .batch_execute(&format!("DROP TABLE {name}"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sslmode_is_accepted_where_it_can_be_honoured_and_passwords_stay_hidden() {
+    let Some(url) = postgres_url() else { return };
+    let (table, _store) = TestTable::new(&url).await;
+    let sep = if url.contains('?') { '&' } else { '?' };
+    for mode in ["disable", "prefer"] {
+        let store = idemkit::store::open(
+            &format!("{url}{sep}sslmode={mode}"),
+            &table_options(&table.name),
+        )
+        .await
+        .unwrap();
+        let key = random_key();
+        store
+            .claim(&request(
+                RecordId {
+                    tenant: None,
+                    key: &key,
+                },
+                Token::random(),
+                1000,
+                1000,
+            ))
+            .await
+            .unwrap();
+    }
+    let error = idemkit::store::open(
+        &format!("{url}{sep}sslmode=require"),
+        &table_options(&table.name),
+    )
+    .await
+    .err()
+    .expect("refused");
+    assert_eq!(error.kind(), ErrorKind::Configuration);
+    assert!(error.to_string().contains("sslmode"), "{error}");
+    // The local server trusts 127.0.0.1, so any password is accepted: it must never be shown.
+    let with_password = url.replacen("postgres@", "postgres:hunter2-secret@", 1);
+    let store = idemkit::store::open(&with_password, &table_options(&table.name))
+        .await
+        .unwrap();
+    assert!(
+        !store.describe().contains("hunter2"),
+        "{}",
+        store.describe()
+    );
+    let closed = idemkit::store::open(
+        "postgres://app:hunter2-secret@127.0.0.1:1/db",
+        &StoreOptions::default(),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(!closed.to_string().contains("hunter2"), "{closed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_tenant_and_the_empty_tenant_are_different_rows() {
+    let Some(url) = postgres_url() else { return };
+    let (table, store) = TestTable::new(&url).await;
+    let key = random_key();
+    for tenant in [None, Some(""), Some("acme")] {
+        let id = RecordId { tenant, key: &key };
+        let reply = store
+            .claim(&request(id, Token::random(), 60_000, 60_000))
+            .await
+            .unwrap();
+        assert!(matches!(reply.claim, Claim::Acquired { .. }), "{tenant:?}");
+    }
+    let client = raw(&url).await.unwrap();
+    let rows: Vec<(Option<String>, String)> = client
+        .query(
+            &format!(
+                "SELECT tenant, tenant_key FROM {} ORDER BY tenant_key",
+                table.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (None, "_".to_owned()),
+            (Some(String::new()), "t".to_owned()),
+            (Some("acme".to_owned()), "tacme".to_owned())
+        ]
+    );
+}
+
+/// Many rounds of 64 concurrent claimers on fresh keys, expired records and failures being
+/// retried: always exactly one winner, and everyone else sees the winner's claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claims_have_exactly_one_winner_under_heavy_contention() {
+    let Some(url) = postgres_url() else { return };
+    let (_table, store) = TestTable::new(&url).await;
+    let store: Arc<dyn Store> = Arc::new(store);
+    let tenant = random_tenant();
+    for round in 0..12 {
+        let key = random_key();
+        let id = RecordId {
+            tenant: Some(&tenant),
+            key: &key,
+        };
+        let retry_failure = round % 3 == 2;
+        match round % 3 {
+            0 => {} // a fresh key
+            1 => {
+                // an expired record to take over
+                store
+                    .claim(&request(id, Token::random(), 10, 10))
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            _ => {
+                // a failure to replace
+                let first = Token::random();
+                store
+                    .claim(&request(id, first, 60_000, 60_000))
+                    .await
+                    .unwrap();
+                let failure = Outcome::Failure(Failure::new("Boom", "no"));
+                store.complete(id, first, &failure, 60_000).await.unwrap();
+            }
+        }
+        let start = Arc::new(tokio::sync::Barrier::new(64));
+        let mut tasks = Vec::new();
+        for _ in 0..64 {
+            let (store, start, tenant) = (store.clone(), start.clone(), tenant.clone());
+            tasks.push(tokio::spawn(async move {
+                start.wait().await;
+                let id = RecordId {
+                    tenant: Some(&tenant),
+                    key: &key,
+                };
+                let token = Token::random();
+                let mut r = request(id, token, 60_000, 60_000);
+                r.retry_failure = retry_failure;
+                (token, store.claim(&r).await.unwrap().claim)
+            }));
+        }
+        let mut winners = Vec::new();
+        let mut holders = Vec::new();
+        for t in tasks {
+            match t.await.unwrap() {
+                (token, Claim::Acquired { .. }) => winners.push(token),
+                (_, Claim::InProgress(r)) => holders.push(r.token),
+                (_, other) => panic!("round {round}: unexpected {other:?}"),
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        assert_eq!(holders.len(), 63);
+        assert!(
+            holders.iter().all(|h| *h == winners[0]),
+            "round {round}: everyone sees the winner"
+        );
+        let (record, _) = store.get(id).await.unwrap();
+        assert_eq!(record.unwrap().token, winners[0]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_and_forget_delete_in_batches() {
+    let Some(url) = postgres_url() else { return };
+    let (table, store) = TestTable::new(&url).await;
+    let client = raw(&url).await.unwrap();
+    let tenant = random_tenant();
+    let insert = |expired: bool, tenant: &str, n: i32| {
+        format!(
+            "INSERT INTO {} (tenant, key, format, scope, state, token, claimed_at, lease_end, ttl_ms, expires_at)
+             SELECT '{tenant}', md5(g::text || '{}') || md5(g::text), 1, 'bulk', 'in_progress', md5(g::text),
+               now() - interval '1 hour', now() - interval '1 hour', 1000,
+               now() + interval '{}'
+             FROM generate_series(1, {n}) g",
+            table.name,
+            Token::random().hex(),
+            if expired { "-1 minute" } else { "1 hour" },
+        )
+    };
+    client
+        .batch_execute(&insert(true, &tenant, 2500))
+        .await
+        .unwrap();
+    client
+        .batch_execute(&insert(false, &tenant, 2300))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    assert_eq!(store.purge_expired().await.unwrap(), 2500);
+    assert_eq!(store.purge_expired().await.unwrap(), 0);
+    assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 2300);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let left: i64 = client
+        .query_one(&format!("SELECT count(*) FROM {}", table.name), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outages: a TCP proxy in front of the shared server that can be stopped and started again.
+
+struct Proxy {
+    listen: SocketAddr,
+    target: SocketAddr,
+    tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl Proxy {
+    async fn start(target: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let proxy = Proxy {
+            listen: listener.local_addr().unwrap(),
+            target,
+            tasks: Arc::default(),
+        };
+        proxy.serve(listener);
+        proxy
+    }
+
+    fn serve(&self, listener: TcpListener) {
+        let (target, tasks) = (self.target, self.tasks.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let tasks2 = tasks.clone();
+                let pipe = tokio::spawn(async move {
+                    if let Ok(mut outbound) = TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                tasks2.lock().unwrap().push(pipe);
+            }
+        });
+        self.tasks.lock().unwrap().push(accept);
+    }
+
+    /// Closes the port and cuts every connection through it.
+    fn stop(&self) {
+        for task in self.tasks.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+
+    async fn restart(&self) {
+        let mut tries = 0;
+        let listener = loop {
+            match TcpListener::bind(self.listen).await {
+                Ok(l) => break l,
+                Err(e) if tries < 50 => {
+                    tries += 1;
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("cannot listen on {} again: {e}", self.listen),
+            }
+        };
+        self.serve(listener);
+    }
+}
+
+fn server_address(url: &str) -> SocketAddr {
+    let config: tokio_postgres::Config = url.parse().unwrap();
+    let host = match &config.get_hosts()[0] {
+        tokio_postgres::config::Host::Tcp(h) => h.clone(),
+        #[allow(unreachable_patterns)]
+        _ => panic!("IDEMKIT_POSTGRES_URL must name a TCP host"),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let host = if host == "localhost" {
+        "127.0.0.1".to_owned()
+    } else {
+        host
+    };
+    format!("{host}:{port}").parse().unwrap()
+}
+
+fn via(url: &str, proxy: SocketAddr) -> String {
+    let target = server_address(url);
+    let original = url.replacen(
+        &format!("{}:{}", target.ip(), target.port()),
+        &proxy.to_string(),
+        1,
+    );
+    assert_ne!(
+        original, url,
+        "IDEMKIT_POSTGRES_URL must spell host:port as {target}"
+    );
+    original
+}
+
+fn tool(name: &str, lease: Duration) -> Tool {
+    Tool::new(name, Policy::new(KeyStrategy::Explicit).with_lease(lease)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_outage_fails_calls_unrun_and_the_same_store_recovers() {
+    let Some(url) = postgres_url() else { return };
+    let (table, _) = TestTable::new(&url).await;
+    let proxy = Proxy::start(server_address(&url)).await;
+    let store = idemkit::store::open(&via(&url, proxy.listen), &table_options(&table.name))
+        .await
+        .unwrap();
+    let executor = Executor::new(store);
+    let send = tool("send_during_outage", Duration::from_secs(30));
+    let context = CallContext::new().tenant(random_tenant());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let call = |key: String| {
+        let (runs, executor, send, context) = (
+            runs.clone(),
+            executor.clone(),
+            send.clone(),
+            context.clone(),
+        );
+        async move {
+            executor
+                .call(&send, &context, KeyInput::Explicit(&key), |_| async {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, std::io::Error>(key.len())
+                })
+                .await
+        }
+    };
+    // Use every pooled connection before the outage.
+    for i in 0..8 {
+        call(format!("before-{i}")).await.unwrap();
+    }
+    assert_eq!(call("before-0".into()).await.unwrap(), 8);
+    assert_eq!(runs.load(Ordering::SeqCst), 8);
+
+    proxy.stop();
+    for i in 0..6 {
+        let started = Instant::now();
+        match call(format!("during-{i}")).await {
+            Err(CallError::Idempotency(e)) => {
+                assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{e}")
+            }
+            other => panic!("expected store-unavailable, got {other:?}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "failing took {:?}",
+            started.elapsed()
+        );
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        8,
+        "no body runs while the store is down"
+    );
+
+    proxy.restart().await;
+    assert_eq!(
+        call("after".into()).await.unwrap(),
+        5,
+        "the first call after the outage works"
+    );
+    assert_eq!(call("after".into()).await.unwrap(), 5);
+    for i in 0..8 {
+        call(format!("after-{i}")).await.unwrap();
+    }
+    assert_eq!(
+        call("before-3".into()).await.unwrap(),
+        8,
+        "records from before the outage are kept"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 17);
+    proxy.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_port_fails_fast_as_store_unavailable() {
+    if postgres_url().is_none() {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = Instant::now();
+    let error = idemkit::store::open(
+        &format!("postgres://postgres@127.0.0.1:{port}/idemkit_test"),
+        &StoreOptions::default(),
+    )
+    .await
+    .err()
+    .expect("nothing listens there");
+    assert_eq!(error.kind(), ErrorKind::StoreUnavailable, "{error}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A claim holder killed mid-call.
+
+const CHILD_ENV: &str = "IDEMKIT_POSTGRES_HANG_CHILD";
+
+/// Not a test of its own: the body of the child process that `a_holder_killed_mid_call_...`
+/// starts (it claims a key, says so, and hangs until it is killed). Does nothing otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_process_claims_and_hangs() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split(' ').collect();
+    let [url, table, key, tenant] = parts[..] else {
+        panic!("url, table, key and tenant expected")
+    };
+    let store = idemkit::store::open(url, &table_options(table))
+        .await
+        .unwrap();
+    let executor = Executor::new(store);
+    let context = CallContext::new().tenant(tenant);
+    let _ = executor
+        .call(
+            &tool("charge_card", Duration::from_secs(2)),
+            &context,
+            KeyInput::Explicit(key),
+            |_| async {
+                println!("CLAIMED");
+                std::io::stdout().flush().unwrap();
+                tokio::time::sleep(Duration::from_secs(120)).await;
+                Ok::<_, std::io::Error>(())
+            },
+        )
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_holder_killed_mid_call_leaves_an_in_progress_claim_that_becomes_indeterminate() {
+    let Some(url) = postgres_url() else { return };
+    let (table, _) = TestTable::new(&url).await;
+    let key = format!("order-{}", Token::random().hex());
+    let tenant = random_tenant();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_process_claims_and_hangs",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(CHILD_ENV, format!("{url} {} {key} {tenant}", table.name))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let claimed = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|line| line.contains("CLAIMED"))
+    });
+    let claimed = tokio::time::timeout(Duration::from_secs(30), claimed).await;
+    child.kill().unwrap(); // SIGKILL: no destructor, no release
+    child.wait().unwrap();
+    assert!(
+        matches!(claimed, Ok(Ok(true))),
+        "the child never claimed the key"
+    );
+
+    let store = idemkit::store::open(&url, &table_options(&table.name))
+        .await
+        .unwrap();
+    let derived = idemkit::derive_key(
+        &idemkit::KeyScope {
+            scope: "charge_card",
+            tenant: Some(&tenant),
+            run: None,
+        },
+        KeyInput::Explicit(&key),
+        &[],
+    )
+    .unwrap();
+    let id = RecordId {
+        tenant: Some(&tenant),
+        key: &derived,
+    };
+    let (record, now) = store.get(id).await.unwrap();
+    let record = record.expect("the killed holder's claim is still there");
+    assert_eq!(record.state, RecordState::InProgress);
+    assert_eq!(
+        record.status(now),
+        Status::InProgress,
+        "within the lease it is in progress"
+    );
+
+    let executor = Executor::new(store.clone());
+    let context = CallContext::new().tenant(tenant.clone());
+    let fast = Tool::new(
+        "charge_card",
+        Policy::new(KeyStrategy::Explicit)
+            .with_lease(Duration::from_secs(2))
+            .with_on_cache_hit(RetryBehavior::FailFast),
+    )
+    .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let body = |ran: Arc<AtomicUsize>| {
+        move |_| async move {
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::io::Error>(())
+        }
+    };
+    let early = executor
+        .call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone()))
+        .await;
+    assert_eq!(
+        early.unwrap_err().idempotency().map(|e| e.kind()),
+        Some(ErrorKind::FailFast)
+    );
+    let started = Instant::now();
+    let charge = tool("charge_card", Duration::from_secs(2));
+    let late = executor
+        .call(
+            &charge,
+            &context,
+            KeyInput::Explicit(&key),
+            body(ran.clone()),
+        )
+        .await;
+    let error = late.unwrap_err();
+    assert_eq!(
+        error.idempotency().map(|e| e.kind()),
+        Some(ErrorKind::Indeterminate),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let (record, now) = store.get(id).await.unwrap();
+    assert_eq!(record.unwrap().status(now), Status::Abandoned);
+    let again = executor
+        .call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone()))
+        .await;
+    assert_eq!(
+        again.unwrap_err().idempotency().map(|e| e.kind()),
+        Some(ErrorKind::Indeterminate)
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran again");
+}
