@@ -243,3 +243,15 @@ pub extern "system" fn Java_dev_idemkit_NativeTestSupport_throwKind<'l>(
 ) {
     entry(&mut env, |_| ops::provoke_kind(code))
 }
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_postgresCreateTable<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    url: JString<'l>,
+    table: JString<'l>,
+) {
+    entry(&mut env, |env| {
+        ops::postgres_create_table(env, &url, &table)
+    })
+}

@@ -403,3 +403,42 @@ pub(crate) fn provoke_kind(code: jint) -> Result<()> {
     };
     Err(Failure::Idemkit(error))
 }
+
+/// `PostgresIdempotencyStore.createTableIfMissing()`: the core's DDL for this table.
+#[cfg(feature = "postgres")]
+pub(crate) fn postgres_create_table(
+    env: &mut Env<'_>,
+    url: &JString<'_>,
+    table: &JString<'_>,
+) -> Result<()> {
+    let url = string(env, url)?.ok_or(Failure::IllegalArgument("the store URL is null".into()))?;
+    let options = StoreOptions {
+        table: string(env, table)?,
+        ..StoreOptions::default()
+    };
+    let failed = |e: idemkit::StoreError| match e {
+        idemkit::StoreError::Configuration(message) => {
+            Failure::Idemkit(Error::Configuration(message))
+        }
+        other => Failure::Idemkit(Error::StoreUnavailable {
+            tool: "createTableIfMissing".into(),
+            message: other.to_string(),
+        }),
+    };
+    idemkit::runtime::block_on(async {
+        let store = idemkit::store::postgres::PostgresStore::connect(&url, &options).await?;
+        store.create_table_if_missing().await
+    })
+    .map_err(failed)
+}
+
+#[cfg(not(feature = "postgres"))]
+pub(crate) fn postgres_create_table(
+    _env: &mut Env<'_>,
+    _url: &JString<'_>,
+    _table: &JString<'_>,
+) -> Result<()> {
+    Err(Failure::Idemkit(Error::Configuration(
+        "this build of idemkit_jni has no PostgreSQL support; build java/native with --features postgres".into(),
+    )))
+}

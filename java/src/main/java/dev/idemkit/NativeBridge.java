@@ -67,4 +67,7 @@ final class NativeBridge {
     static native boolean overran(long attempt);
 
     static native void attemptDestroy(long attempt);
+
+    /** Creates the PostgreSQL table and index if missing (the core's DDL, table name validated). */
+    static native void postgresCreateTable(String url, String table);
 }

@@ -1,0 +1,170 @@
+package dev.idemkit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The store conformance scenarios from Java: extend it with {@link #openStore()} for a store and
+ * every scenario runs against it. Each test works in a tenant of its own, so a shared server with
+ * other data is fine.
+ */
+public abstract class IdempotencyStoreContract {
+    /** Opens the store under test (called once per test; closed after it). */
+    protected abstract IdempotencyStore openStore();
+
+    protected IdempotencyStore store;
+    protected String tenant;
+
+    @BeforeEach
+    void open() {
+        store = openStore();
+        tenant = "contract-" + UUID.randomUUID();
+    }
+
+    @AfterEach
+    void closeStore() {
+        if (store != null) {
+            try {
+                store.forget(tenant);
+            } finally {
+                store.close();
+            }
+        }
+    }
+
+    public static class ContractTools {
+        public final AtomicInteger runs = new AtomicInteger();
+
+        @Tool(name = "contract_book")
+        @Idempotent
+        public String book(String flight) throws InterruptedException {
+            runs.incrementAndGet();
+            Thread.sleep(20);
+            return "booked:" + flight;
+        }
+
+        @Tool(name = "contract_fail")
+        @Idempotent(cacheFailures = true)
+        public String fail(String id) {
+            runs.incrementAndGet();
+            throw new IllegalStateException("declined " + id);
+        }
+
+        @Tool(name = "contract_fast")
+        @Idempotent(onCacheHit = RetryBehavior.FAIL_FAST)
+        public String fast(String id) {
+            runs.incrementAndGet();
+            return "done:" + id;
+        }
+
+        @Tool(name = "contract_ttl")
+        @Idempotent(ttlSeconds = 1)
+        public String ttl(String id) {
+            runs.incrementAndGet();
+            return "kept:" + id;
+        }
+    }
+
+    protected ToolDispatcher dispatcher(ContractTools tools) {
+        return ToolDispatcher.builder().tools(tools).store(store).tenant(tenant).build();
+    }
+
+    @Test
+    void one_call_runs_once_and_repeats_get_its_result() {
+        ContractTools tools = new ContractTools();
+        ToolDispatcher d = dispatcher(tools);
+        assertEquals("booked:BA117", d.call("contract_book", Map.of("flight", "BA117")));
+        assertEquals("booked:BA117", d.call("contract_book", Map.of("flight", "BA117")));
+        assertEquals("booked:BA117", d.call("contract_book", "{\"flight\":\"BA117\"}"));
+        assertEquals(1, tools.runs.get());
+    }
+
+    @Test
+    void thirty_two_threads_making_the_same_call_run_it_once() throws Exception {
+        ContractTools tools = new ContractTools();
+        ToolDispatcher d = dispatcher(tools);
+        int threads = 32;
+        CyclicBarrier start = new CyclicBarrier(threads);
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<Object>> results = new ArrayList<>();
+            for (int i = 0; i < threads; i++) {
+                results.add(pool.submit(() -> {
+                    start.await();
+                    return d.call("contract_book", Map.of("flight", "LH400"));
+                }));
+            }
+            for (Future<Object> f : results) {
+                assertEquals("booked:LH400", f.get(30, TimeUnit.SECONDS));
+            }
+        } finally {
+            pool.shutdown();
+        }
+        assertEquals(1, tools.runs.get());
+    }
+
+    @Test
+    void a_cached_failure_is_replayed_with_its_type_and_message() {
+        ContractTools tools = new ContractTools();
+        ToolDispatcher d = dispatcher(tools);
+        assertThrows(IllegalStateException.class, () -> d.call("contract_fail", Map.of("id", "7")));
+        CachedFailureException cached = assertThrows(CachedFailureException.class,
+                () -> d.call("contract_fail", Map.of("id", "7")));
+        assertEquals(IllegalStateException.class.getName(), cached.originalType());
+        assertEquals("declined 7", cached.originalMessage());
+        assertEquals(1, tools.runs.get());
+    }
+
+    @Test
+    void fail_fast_refuses_a_repeat() {
+        ContractTools tools = new ContractTools();
+        ToolDispatcher d = dispatcher(tools);
+        assertEquals("done:1", d.call("contract_fast", Map.of("id", "1")));
+        assertThrows(FailFastException.class, () -> d.call("contract_fast", Map.of("id", "1")));
+        assertEquals(1, tools.runs.get());
+    }
+
+    @Test
+    void a_record_expires_after_a_short_ttl() throws Exception {
+        ContractTools tools = new ContractTools();
+        ToolDispatcher d = dispatcher(tools);
+        d.call("contract_ttl", Map.of("id", "1"));
+        d.call("contract_ttl", Map.of("id", "1"));
+        assertEquals(1, tools.runs.get());
+        Thread.sleep(1200);
+        d.call("contract_ttl", Map.of("id", "1"));
+        assertEquals(2, tools.runs.get());
+        assertTrue(store.purgeExpired() >= 0);
+    }
+
+    @Test
+    void forget_deletes_only_that_tenants_records() {
+        ContractTools tools = new ContractTools();
+        ToolDispatcher d = dispatcher(tools);
+        String other = tenant + "-other";
+        d.call("contract_book", Map.of("flight", "A"));
+        d.call("contract_book", Map.of("flight", "B"));
+        d.withTenant(other).call("contract_book", Map.of("flight", "A"));
+        assertEquals(3, tools.runs.get());
+        assertEquals(2, store.forget(tenant));
+        d.call("contract_book", Map.of("flight", "A"));
+        d.withTenant(other).call("contract_book", Map.of("flight", "A"));
+        assertEquals(4, tools.runs.get());
+        store.forget(other);
+    }
+}
