@@ -1,0 +1,101 @@
+package dev.idemkit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A JVM and a Rust process ({@code examples/cross_call.rs}) calling the same tool with the same
+ * input against one Redis and one PostgreSQL: the body runs once in total, and each side gets the
+ * other's outcome. The example is built with cargo unless {@code IDEMKIT_CROSS_CALL_BIN} names it.
+ */
+class CrossLanguageTest {
+    private static Path binary;
+
+    public static class CrossTools {
+        final AtomicInteger runs = new AtomicInteger();
+
+        @Tool(name = "cross_book")
+        @Idempotent
+        public String crossBook(String flight) {
+            runs.incrementAndGet();
+            return "java:" + flight;
+        }
+    }
+
+    @BeforeAll
+    static void buildRustSide() throws Exception {
+        String given = System.getenv("IDEMKIT_CROSS_CALL_BIN");
+        if (given != null && !given.isEmpty()) {
+            binary = Path.of(given);
+            return;
+        }
+        if (System.getenv("IDEMKIT_REDIS_URL") == null && System.getenv("IDEMKIT_POSTGRES_URL") == null) {
+            return; // every test here skips; don't build
+        }
+        Path root = Path.of(System.getProperty("idemkit.repo.root", "..")).toAbsolutePath().normalize();
+        Process build = new ProcessBuilder("cargo", "build", "--quiet", "--release", "--example", "cross_call",
+                "--features", "redis,postgres").directory(root.toFile()).inheritIO().start();
+        assertTrue(build.waitFor(20, TimeUnit.MINUTES), "cargo build of examples/cross_call timed out");
+        assertEquals(0, build.exitValue(), "cargo build of examples/cross_call failed");
+        binary = root.resolve("target/release/examples/cross_call");
+    }
+
+    /** Runs the Rust side once; answers {"ran":0|1,"result":...}. */
+    static JsonNode rust(String url, String tenant, String inputJson) throws Exception {
+        Process p = new ProcessBuilder(List.of(binary.toString(), url, "cross_book", tenant, inputJson))
+                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(0, p.exitValue(), "cross_call failed: " + out);
+        return new ObjectMapper().readTree(out);
+    }
+
+    void bothWays(String url, IdempotencyStore store) throws Exception {
+        try (store) {
+            CrossTools tools = new CrossTools();
+            String tenant = "cross-" + UUID.randomUUID();
+            ToolDispatcher java = ToolDispatcher.builder().tools(tools).store(store).tenant(tenant).build();
+
+            // Rust first: Java gets Rust's result without running.
+            String rustFlight = "R-" + UUID.randomUUID();
+            String rustInput = "{\"flight\":\"" + rustFlight + "\"}";
+            JsonNode first = rust(url, tenant, rustInput);
+            assertEquals(1, first.get("ran").asInt());
+            assertEquals("rust:" + rustInput, java.call("cross_book", Map.of("flight", rustFlight)));
+            assertEquals(0, tools.runs.get());
+
+            // Java first: Rust gets Java's result without running.
+            String javaFlight = "J-" + UUID.randomUUID();
+            assertEquals("java:" + javaFlight, java.call("cross_book", Map.of("flight", javaFlight)));
+            JsonNode second = rust(url, tenant, "{\"flight\":\"" + javaFlight + "\"}");
+            assertEquals(0, second.get("ran").asInt());
+            assertEquals("java:" + javaFlight, second.get("result").asText());
+            assertEquals(1, tools.runs.get());
+            store.forget(tenant);
+        }
+    }
+
+    @Test
+    void java_and_rust_share_one_redis() throws Exception {
+        String url = Services.url("IDEMKIT_REDIS_URL", "cross-language Redis");
+        bothWays(url, new RedisIdempotencyStore(url));
+    }
+
+    @Test
+    void java_and_rust_share_one_postgresql() throws Exception {
+        String url = Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL");
+        bothWays(url, new PostgresIdempotencyStore(url).createTableIfMissing());
+    }
+}
