@@ -1,0 +1,883 @@
+/*
+ * The C face of idemkit, tested from C: the key vectors of SPEC §2, the call protocol of
+ * SPEC §3 on the in-memory store, and every status a C caller can get.
+ *
+ * Usage: idemkit_test VECTORS_TXT
+ *   VECTORS_TXT is keys-v1.json converted by tests/c/vectors_to_lines.py (scripts/c-test.sh
+ *   does it). Compile with -DIDEMKIT_TEST_HAS_REDIS=1 when the library has the redis feature.
+ *
+ * Prints "C tests: N passed, M failed" and exits non-zero when M > 0.
+ */
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "idemkit.h"
+
+#ifndef IDEMKIT_TEST_HAS_REDIS
+#define IDEMKIT_TEST_HAS_REDIS 0
+#endif
+
+/* ---- a tiny harness ------------------------------------------------------------------ */
+
+static int passed, failed, current_failed;
+
+#define EXPECT(cond, ...)                                                     \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "  %s:%d: expected %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n");                                            \
+            current_failed = 1;                                               \
+        }                                                                     \
+    } while (0)
+
+static const char *last_message(void) {
+    static char buf[2048];
+    if (idemkit_last_error_message(buf, sizeof buf, NULL) != IDEMKIT_STATUS_OK) {
+        snprintf(buf, sizeof buf, "(message longer than %zu bytes)", sizeof buf);
+    }
+    return buf;
+}
+
+#define EXPECT_STATUS(expr, expected)                                              \
+    do {                                                                           \
+        idemkit_status got_ = (expr);                                              \
+        EXPECT(got_ == (expected), "%s returned %s, wanted %s (last error: %s)",   \
+               #expr, idemkit_status_name(got_), idemkit_status_name(expected),    \
+               got_ == IDEMKIT_STATUS_OK ? "-" : last_message());                  \
+    } while (0)
+
+static void run(const char *name, void (*test)(void)) {
+    current_failed = 0;
+    test();
+    if (current_failed) {
+        failed++;
+        printf("FAILED %s\n", name);
+    } else {
+        passed++;
+    }
+}
+
+static void sleep_ms(long ms) {
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0) {
+    }
+}
+
+static long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* ---- helpers over the API ------------------------------------------------------------- */
+
+static idemkit_store *memory_store(void) {
+    idemkit_store *store = NULL;
+    EXPECT_STATUS(idemkit_store_open("memory:", NULL, &store), IDEMKIT_STATUS_OK);
+    return store;
+}
+
+static idemkit_policy policy_with(int32_t strategy, int32_t on_cache_hit, bool cache_failures) {
+    idemkit_policy policy;
+    EXPECT_STATUS(idemkit_policy_default(&policy), IDEMKIT_STATUS_OK);
+    policy.strategy = strategy;
+    policy.on_cache_hit = on_cache_hit;
+    policy.cache_failures = cache_failures;
+    return policy;
+}
+
+static idemkit_tool *make_tool(const char *name, const idemkit_policy *policy, uint64_t timeout_ms) {
+    idemkit_tool *tool = NULL;
+    EXPECT_STATUS(idemkit_tool_new(name, policy, timeout_ms, &tool), IDEMKIT_STATUS_OK);
+    return tool;
+}
+
+/* Begins a call with no tenant or run. */
+static idemkit_status begin(idemkit_store *store, idemkit_tool *tool, const char *input,
+                            idemkit_call **call, idemkit_begin_result *result) {
+    return idemkit_begin(store, tool, NULL, NULL, input, call, result);
+}
+
+/* Begins, expects EXECUTE, completes with result_json and frees the call. */
+static void run_once(idemkit_store *store, idemkit_tool *tool, const char *input, const char *result_json) {
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(store, tool, input, &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "answer %d", (int)r.answer);
+    if (call) {
+        idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+        EXPECT_STATUS(idemkit_complete(call, result_json, &recording), IDEMKIT_STATUS_OK);
+        EXPECT(recording == IDEMKIT_RECORDING_RECORDED, "recording %d", (int)recording);
+    }
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+}
+
+/* ---- the key vectors (SPEC §2) -------------------------------------------------------- */
+
+/* Decodes a field of the line format: "-" is NULL, "=hex" is the bytes. Caller frees. */
+static char *decode(const char *field) {
+    if (strcmp(field, "-") == 0) return NULL;
+    if (field[0] != '=') return NULL;
+    size_t n = strlen(field + 1) / 2;
+    char *out = malloc(n + 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned byte;
+        sscanf(field + 1 + 2 * i, "%2x", &byte);
+        out[i] = (char)byte;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+#define MAX_FIELDS 10
+#define MAX_KEY_ARGUMENTS 16
+
+static int split(char *line, char **fields) {
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(line, " \n", &save); tok && n < MAX_FIELDS;
+         tok = strtok_r(NULL, " \n", &save)) {
+        fields[n++] = tok;
+    }
+    return n;
+}
+
+static const char *current_vector;
+static char **current_fields;
+
+static void text_vector(void) {
+    char **f = current_fields;
+    char *scope = decode(f[2]), *tenant = decode(f[3]), *run_ = decode(f[4]);
+    char *data = decode(f[6]), *key = decode(f[8]), *material = decode(f[9]);
+    char *names[MAX_KEY_ARGUMENTS];
+    size_t name_count = 0;
+    if (f[7][0] == '=' && f[7][1] != '\0') {
+        char *list = strdup(f[7] + 1);
+        for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && name_count < MAX_KEY_ARGUMENTS;
+             tok = strtok_r(NULL, ",", &save)) {
+            char *hex = malloc(strlen(tok) + 2);
+            hex[0] = '=';
+            strcpy(hex + 1, tok);
+            names[name_count++] = decode(hex);
+            free(hex);
+        }
+        free(list);
+    }
+
+    idemkit_key_request request = {0};
+    request.scope = scope;
+    request.tenant = tenant;
+    request.run = run_;
+    request.strategy = strcmp(f[5], "EXPLICIT") == 0 ? IDEMKIT_STRATEGY_EXPLICIT : IDEMKIT_STRATEGY_HASH_INPUT;
+    request.data = data;
+    request.key_arguments = (const char *const *)names;
+    request.key_argument_count = name_count;
+
+    char key_out[65];
+    size_t needed = 0;
+    idemkit_status status = idemkit_derive_key(&request, key_out, sizeof key_out, NULL, 0, &needed);
+    if (key == NULL) {
+        EXPECT(status == IDEMKIT_STATUS_INVALID_KEY, "vector \"%s\" must be refused with invalid_key, got %s",
+               current_vector, idemkit_status_name(status));
+        EXPECT(idemkit_last_error_kind() == IDEMKIT_STATUS_INVALID_KEY, "last error kind of \"%s\"", current_vector);
+    } else {
+        EXPECT(status == IDEMKIT_STATUS_OK, "vector \"%s\": %s (%s)", current_vector,
+               idemkit_status_name(status), last_message());
+        if (status == IDEMKIT_STATUS_OK) {
+            EXPECT(strcmp(key_out, key) == 0, "vector \"%s\": key %s, wanted %s", current_vector, key_out, key);
+            EXPECT(needed == strlen(material) + 1, "vector \"%s\": material needs %zu, wanted %zu",
+                   current_vector, needed, strlen(material) + 1);
+            char *material_out = malloc(needed);
+            EXPECT_STATUS(idemkit_derive_key(&request, key_out, sizeof key_out, material_out, needed, NULL),
+                          IDEMKIT_STATUS_OK);
+            EXPECT(strcmp(material_out, material) == 0, "vector \"%s\": material %s, wanted %s",
+                   current_vector, material_out, material);
+            free(material_out);
+        }
+    }
+    for (size_t i = 0; i < name_count; i++) free(names[i]);
+    free(scope), free(tenant), free(run_), free(data), free(key), free(material);
+}
+
+/* A native number through JSON text: the vector's decimal must stand for its bits (checked
+ * with strtod/strtof), and {"member": decimal} must give the key. A non-finite number has no
+ * JSON text: what C prints for it (nan, inf) must be refused. */
+static void native_vector(void) {
+    char **f = current_fields;
+    const char *type = f[2];
+    unsigned long long bits = strtoull(f[3], NULL, 16);
+    char *decimal = decode(f[4]), *member = decode(f[5]), *scope = decode(f[6]), *key = decode(f[7]);
+    double value;
+    if (strcmp(type, "f32") == 0) {
+        uint32_t b = (uint32_t)bits;
+        float v;
+        memcpy(&v, &b, sizeof v);
+        value = v;
+        if (decimal) {
+            float parsed = strtof(decimal, NULL);
+            uint32_t parsed_bits;
+            memcpy(&parsed_bits, &parsed, sizeof parsed_bits);
+            /* -0 is written as 0 (SPEC §2 rule 4). */
+            EXPECT(parsed_bits == b || (parsed == 0 && v == 0), "\"%s\": %s reads as 0x%08" PRIx32,
+                   current_vector, decimal, parsed_bits);
+        }
+    } else {
+        uint64_t b = (uint64_t)bits;
+        memcpy(&value, &b, sizeof value);
+        if (decimal) {
+            double parsed = strtod(decimal, NULL);
+            uint64_t parsed_bits;
+            memcpy(&parsed_bits, &parsed, sizeof parsed_bits);
+            EXPECT(parsed_bits == b || (parsed == 0 && value == 0), "\"%s\": %s reads as 0x%016" PRIx64,
+                   current_vector, decimal, parsed_bits);
+        }
+    }
+    char json[512];
+    if (decimal) {
+        snprintf(json, sizeof json, "{\"%s\":%s}", member, decimal);
+    } else {
+        EXPECT(!isfinite(value), "\"%s\" is refused but finite", current_vector);
+        snprintf(json, sizeof json, "{\"%s\":%g}", member, value);
+    }
+    idemkit_key_request request = {0};
+    request.scope = scope;
+    request.strategy = IDEMKIT_STRATEGY_HASH_INPUT;
+    request.data = json;
+    char key_out[65];
+    idemkit_status status = idemkit_derive_key(&request, key_out, sizeof key_out, NULL, 0, NULL);
+    if (key) {
+        EXPECT(status == IDEMKIT_STATUS_OK, "\"%s\" (%s): %s", current_vector, json, last_message());
+        EXPECT(status != IDEMKIT_STATUS_OK || strcmp(key_out, key) == 0, "\"%s\": key %s, wanted %s",
+               current_vector, key_out, key);
+    } else {
+        EXPECT(status == IDEMKIT_STATUS_INVALID_KEY, "\"%s\" (%s) must be refused, got %s", current_vector,
+               json, idemkit_status_name(status));
+    }
+    free(decimal), free(member), free(scope), free(key);
+}
+
+static void run_vectors(const char *path) {
+    FILE *file = fopen(path, "r");
+    if (!file) {
+        fprintf(stderr, "cannot read the converted vectors at %s\n", path);
+        failed++;
+        return;
+    }
+    char *line = NULL;
+    size_t capacity = 0;
+    int text = 0, native = 0;
+    while (getline(&line, &capacity, file) > 0) {
+        char *fields[MAX_FIELDS];
+        int n = split(line, fields);
+        if (n == 0) continue;
+        char *name = decode(fields[1]);
+        char label[300];
+        current_vector = name;
+        current_fields = fields;
+        if (strcmp(fields[0], "T") == 0 && n == 10) {
+            snprintf(label, sizeof label, "key vector: %s", name);
+            run(label, text_vector);
+            text++;
+        } else if (strcmp(fields[0], "N") == 0 && n == 8) {
+            snprintf(label, sizeof label, "native number vector: %s", name);
+            run(label, native_vector);
+            native++;
+        } else {
+            fprintf(stderr, "malformed vector line: %s\n", fields[0]);
+            failed++;
+        }
+        free(name);
+    }
+    free(line);
+    fclose(file);
+    if (text == 0 || native == 0) {
+        fprintf(stderr, "no vectors read from %s (%d text, %d native)\n", path, text, native);
+        failed++;
+    }
+}
+
+/* ---- key derivation edge cases -------------------------------------------------------- */
+
+static void derive_key_refuses_small_buffers_and_reports_the_material_size(void) {
+    idemkit_key_request request = {0};
+    request.scope = "book";
+    request.strategy = IDEMKIT_STRATEGY_HASH_INPUT;
+    request.data = "{\"flight\":\"BA117\"}";
+    char short_key[64];
+    EXPECT_STATUS(idemkit_derive_key(&request, short_key, sizeof short_key, NULL, 0, NULL),
+                  IDEMKIT_STATUS_BUFFER_TOO_SMALL);
+    EXPECT(idemkit_last_error_kind() == IDEMKIT_STATUS_BUFFER_TOO_SMALL, "last error kind");
+    char key[65], material[8];
+    size_t needed = 0;
+    EXPECT_STATUS(idemkit_derive_key(&request, key, sizeof key, material, sizeof material, &needed),
+                  IDEMKIT_STATUS_BUFFER_TOO_SMALL);
+    EXPECT(needed == strlen("[\"idemkit/v1\",null,null,\"book\",\"input\",{\"flight\":\"BA117\"}]") + 1,
+           "needed %zu", needed);
+    EXPECT(strcmp(key, "16aaec1b968f0c9ed7997809bfdba63ad58b7ba07512bef2fc513f1cf96b8f63") == 0,
+           "the key is written even when the material does not fit: %s", key);
+    EXPECT(material[0] == '\0', "a too small material buffer holds an empty string");
+}
+
+static void derive_key_refuses_null_and_invalid_utf8(void) {
+    char key[65];
+    EXPECT_STATUS(idemkit_derive_key(NULL, key, sizeof key, NULL, 0, NULL), IDEMKIT_STATUS_NULL_POINTER);
+    idemkit_key_request request = {0};
+    request.strategy = IDEMKIT_STRATEGY_HASH_INPUT;
+    request.data = "{}";
+    EXPECT_STATUS(idemkit_derive_key(&request, key, sizeof key, NULL, 0, NULL), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT(strstr(last_message(), "request.scope") != NULL, "message names the field: %s", last_message());
+    request.scope = "book";
+    request.data = "{\"name\":\"\xed\xa0\x80\"}"; /* a surrogate encoded in UTF-8 bytes: not UTF-8 */
+    EXPECT_STATUS(idemkit_derive_key(&request, key, sizeof key, NULL, 0, NULL), IDEMKIT_STATUS_INVALID_UTF8);
+    request.data = "{\"name\":\"\xff\"}";
+    EXPECT_STATUS(idemkit_derive_key(&request, key, sizeof key, NULL, 0, NULL), IDEMKIT_STATUS_INVALID_UTF8);
+    request.strategy = IDEMKIT_STRATEGY_EXPLICIT;
+    request.data = NULL;
+    EXPECT_STATUS(idemkit_derive_key(&request, key, sizeof key, NULL, 0, NULL), IDEMKIT_STATUS_INVALID_KEY);
+    request.strategy = IDEMKIT_STRATEGY_UUID;
+    request.data = "x";
+    EXPECT_STATUS(idemkit_derive_key(&request, key, sizeof key, NULL, 0, NULL), IDEMKIT_STATUS_INVALID_ARGUMENT);
+}
+
+/* ---- the call protocol (SPEC §3) ------------------------------------------------------ */
+
+static void a_repeat_gets_the_cached_success_with_the_same_json(void) {
+    idemkit_store *store = memory_store();
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    idemkit_tool *tool = make_tool("send_email", &policy, 0);
+    const char *input = "{\"to\":\"ana@example.com\",\"subject\":\"Your booking\"}";
+    const char *result_json = "{\"message_id\":\"msg-1\",\"queued\":true,\"n\":[1,2.5,null]}";
+
+    idemkit_call *call = NULL;
+    idemkit_begin_result first;
+    EXPECT_STATUS(begin(store, tool, input, &call, &first), IDEMKIT_STATUS_OK);
+    EXPECT(first.answer == IDEMKIT_ANSWER_EXECUTE, "answer %d", (int)first.answer);
+    EXPECT(call != NULL, "a call handle comes with EXECUTE");
+    EXPECT(strlen(first.key) == 64, "64-hex key, got \"%s\"", first.key);
+
+    /* The key as the body would put it in its Idempotency-Key header, and as derive_key makes it. */
+    char header[65], derived[65];
+    EXPECT_STATUS(idemkit_call_key(call, header, sizeof header), IDEMKIT_STATUS_OK);
+    EXPECT(strcmp(header, first.key) == 0, "call key %s, begin key %s", header, first.key);
+    idemkit_key_request request = {0};
+    request.scope = "send_email";
+    request.strategy = IDEMKIT_STRATEGY_HASH_INPUT;
+    request.data = input;
+    EXPECT_STATUS(idemkit_derive_key(&request, derived, sizeof derived, NULL, 0, NULL), IDEMKIT_STATUS_OK);
+    EXPECT(strcmp(header, derived) == 0, "call key %s, derived key %s", header, derived);
+    char small[10];
+    EXPECT_STATUS(idemkit_call_key(call, small, sizeof small), IDEMKIT_STATUS_BUFFER_TOO_SMALL);
+
+    idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+    EXPECT_STATUS(idemkit_complete(call, result_json, &recording), IDEMKIT_STATUS_OK);
+    EXPECT(recording == IDEMKIT_RECORDING_RECORDED, "recording %d", (int)recording);
+    EXPECT_STATUS(idemkit_complete(call, result_json, NULL), IDEMKIT_STATUS_INVALID_ARGUMENT);
+    idemkit_call_free(call);
+
+    idemkit_call *second_call = NULL;
+    idemkit_begin_result second;
+    EXPECT_STATUS(begin(store, tool, input, &second_call, &second), IDEMKIT_STATUS_OK);
+    EXPECT(second.answer == IDEMKIT_ANSWER_CACHED_SUCCESS, "answer %d", (int)second.answer);
+    EXPECT(second_call == NULL, "no call handle for a cached answer");
+    EXPECT(second.result_json && strcmp(second.result_json, result_json) == 0, "cached JSON %s",
+           second.result_json ? second.result_json : "(null)");
+    EXPECT(strcmp(second.key, first.key) == 0, "same key");
+
+    idemkit_begin_result_clear(&first);
+    idemkit_begin_result_clear(&second);
+    idemkit_begin_result_clear(&second); /* safe twice */
+    EXPECT(second.result_json == NULL, "cleared");
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void a_failure_without_cache_failures_runs_again(void) {
+    idemkit_store *store = memory_store();
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    idemkit_tool *tool = make_tool("send_email", &policy, 0);
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(store, tool, "{\"to\":\"bo\"}", &call, &r), IDEMKIT_STATUS_OK);
+    idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+    EXPECT_STATUS(idemkit_fail(call, "MailError", "mailbox full", &recording), IDEMKIT_STATUS_OK);
+    EXPECT(recording == IDEMKIT_RECORDING_RECORDED, "released: %d", (int)recording);
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+    run_once(store, tool, "{\"to\":\"bo\"}", "\"sent\"");
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void a_failure_with_cache_failures_is_answered_as_a_cached_failure(void) {
+    idemkit_store *store = memory_store();
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, true);
+    idemkit_tool *tool = make_tool("send_email", &policy, 0);
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(store, tool, "{\"to\":\"cy\"}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT_STATUS(idemkit_fail(call, "MailError", "mailbox full", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+
+    EXPECT_STATUS(begin(store, tool, "{\"to\":\"cy\"}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_FAILURE, "answer %d", (int)r.answer);
+    EXPECT(call == NULL, "no call handle for a cached failure");
+    EXPECT(r.error_type && strcmp(r.error_type, "MailError") == 0, "type %s", r.error_type ? r.error_type : "(null)");
+    EXPECT(r.error_message && strcmp(r.error_message, "mailbox full") == 0, "message %s",
+           r.error_message ? r.error_message : "(null)");
+    EXPECT(r.result_json == NULL, "no result");
+    /* Strings can also be freed one by one. */
+    idemkit_string_free(r.error_type);
+    r.error_type = NULL;
+    idemkit_begin_result_clear(&r);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void return_cached_if_success_runs_a_remembered_failure_again(void) {
+    idemkit_store *store = memory_store();
+    idemkit_policy policy =
+        policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED_IF_SUCCESS, true);
+    idemkit_tool *tool = make_tool("charge", &policy, 0);
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(store, tool, "{\"amount\":2}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT_STATUS(idemkit_fail(call, "CardDeclined", "try again", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+    run_once(store, tool, "{\"amount\":2.0}", "{\"charged\":2}");
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void fail_fast_refuses_a_repeat_and_an_in_progress_key(void) {
+    idemkit_store *store = memory_store();
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_FAIL_FAST, false);
+    idemkit_tool *tool = make_tool("book", &policy, 0);
+    run_once(store, tool, "{\"flight\":\"BA117\"}", "\"booked\"");
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(store, tool, "{\"flight\":\"BA117\"}", &call, &r), IDEMKIT_STATUS_FAIL_FAST);
+    EXPECT(call == NULL && r.answer == IDEMKIT_ANSWER_NONE, "no answer");
+    EXPECT(strlen(r.key) == 64, "the refused call's key is reported: \"%s\"", r.key);
+    EXPECT(strstr(last_message(), r.key) != NULL, "message names the key: %s", last_message());
+    EXPECT(idemkit_last_error_kind() == IDEMKIT_STATUS_FAIL_FAST, "last error kind");
+    idemkit_begin_result_clear(&r);
+
+    idemkit_call *holder = NULL;
+    EXPECT_STATUS(begin(store, tool, "{\"flight\":\"LH400\"}", &holder, &r), IDEMKIT_STATUS_OK);
+    idemkit_begin_result_clear(&r);
+    EXPECT_STATUS(begin(store, tool, "{\"flight\":\"LH400\"}", &call, &r), IDEMKIT_STATUS_FAIL_FAST);
+    EXPECT(strstr(last_message(), "in progress") != NULL, "message: %s", last_message());
+    idemkit_begin_result_clear(&r);
+    EXPECT_STATUS(idemkit_complete(holder, "\"booked\"", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(holder);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void an_in_progress_key_fails_with_in_progress_at_the_deadline(void) {
+    idemkit_store *store = memory_store();
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    idemkit_tool *tool = make_tool("send_email", &policy, 300);
+    idemkit_call *holder = NULL, *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(store, tool, "{\"to\":\"di\"}", &holder, &r), IDEMKIT_STATUS_OK);
+    idemkit_begin_result_clear(&r);
+    long started = now_ms();
+    EXPECT_STATUS(begin(store, tool, "{\"to\":\"di\"}", &call, &r), IDEMKIT_STATUS_IN_PROGRESS);
+    long waited = now_ms() - started;
+    EXPECT(waited >= 250, "waited %ld ms for the 300 ms deadline", waited);
+    EXPECT(call == NULL, "nothing to run");
+    EXPECT(strlen(r.key) == 64, "key reported");
+    idemkit_begin_result_clear(&r);
+    EXPECT_STATUS(idemkit_release_unrun(holder), IDEMKIT_STATUS_OK);
+    EXPECT_STATUS(idemkit_release_unrun(holder), IDEMKIT_STATUS_INVALID_ARGUMENT);
+    idemkit_call_free(holder);
+    /* Released unrun: the next call runs. */
+    run_once(store, tool, "{\"to\":\"di\"}", "1");
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+struct waiter {
+    idemkit_store *store;
+    idemkit_tool *tool;
+    idemkit_status status;
+    idemkit_begin_result result;
+    idemkit_call *call;
+};
+
+static void *wait_for_the_holder(void *arg) {
+    struct waiter *w = arg;
+    w->status = begin(w->store, w->tool, "{\"to\":\"ed\"}", &w->call, &w->result);
+    return NULL;
+}
+
+static void a_waiter_gets_the_outcome_of_the_call_it_waited_for(void) {
+    idemkit_store *store = memory_store();
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    idemkit_tool *tool = make_tool("send_email", &policy, 0);
+    idemkit_call *holder = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(store, tool, "{\"to\":\"ed\"}", &holder, &r), IDEMKIT_STATUS_OK);
+    idemkit_begin_result_clear(&r);
+    struct waiter w = {store, tool, IDEMKIT_STATUS_PANIC, {0}, NULL};
+    pthread_t thread;
+    EXPECT(pthread_create(&thread, NULL, wait_for_the_holder, &w) == 0, "thread");
+    sleep_ms(200);
+    EXPECT_STATUS(idemkit_complete(holder, "{\"id\":7}", NULL), IDEMKIT_STATUS_OK);
+    pthread_join(thread, NULL);
+    EXPECT(w.status == IDEMKIT_STATUS_OK, "waiter status %s", idemkit_status_name(w.status));
+    EXPECT(w.result.answer == IDEMKIT_ANSWER_CACHED_SUCCESS, "waiter answer %d", (int)w.result.answer);
+    EXPECT(w.result.result_json && strcmp(w.result.result_json, "{\"id\":7}") == 0, "waiter result");
+    EXPECT(w.call == NULL, "the waiter runs nothing");
+    idemkit_begin_result_clear(&w.result);
+    idemkit_call_free(holder);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void an_abandoned_claim_is_indeterminate_until_a_late_outcome(void) {
+    idemkit_store *store = memory_store();
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    policy.lease_seconds = 1;
+    idemkit_tool *tool = make_tool("charge", &policy, 0);
+    idemkit_call *holder = NULL, *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(store, tool, "{\"amount\":5}", &holder, &r), IDEMKIT_STATUS_OK);
+    idemkit_begin_result_clear(&r);
+    sleep_ms(1200); /* past the 1 s lease */
+    EXPECT_STATUS(begin(store, tool, "{\"amount\":5}", &call, &r), IDEMKIT_STATUS_INDETERMINATE);
+    EXPECT(call == NULL, "nothing to run");
+    EXPECT(strstr(last_message(), r.key) != NULL, "message names the key: %s", last_message());
+    idemkit_begin_result_clear(&r);
+    /* A late outcome turns abandoned into completed. */
+    EXPECT_STATUS(idemkit_complete(holder, "{\"charged\":5}", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(holder);
+    EXPECT_STATUS(begin(store, tool, "{\"amount\":5}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS, "answer %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void a_result_over_the_store_limit_answers_outcome_too_large(void) {
+    idemkit_store_options options = {0};
+    options.max_outcome_bytes = 16;
+    idemkit_store *store = NULL;
+    EXPECT_STATUS(idemkit_store_open("memory:", &options, &store), IDEMKIT_STATUS_OK);
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    idemkit_tool *tool = make_tool("export", &policy, 0);
+    run_once(store, tool, "{}", "\"a result that is longer than sixteen bytes\"");
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(store, tool, "{}", &call, &r), IDEMKIT_STATUS_OUTCOME_TOO_LARGE);
+    idemkit_begin_result_clear(&r);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void explicit_keys_uuid_and_none(void) {
+    idemkit_store *store = memory_store();
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_EXPLICIT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    idemkit_tool *explicit_tool = make_tool("create_issue", &policy, 0);
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(store, explicit_tool, "fix login bug", &call, &r), IDEMKIT_STATUS_OK);
+    char derived[65];
+    idemkit_key_request request = {0};
+    request.scope = "create_issue";
+    request.strategy = IDEMKIT_STRATEGY_EXPLICIT;
+    request.data = "fix login bug";
+    EXPECT_STATUS(idemkit_derive_key(&request, derived, sizeof derived, NULL, 0, NULL), IDEMKIT_STATUS_OK);
+    EXPECT(strcmp(r.key, derived) == 0, "explicit call key %s, derived %s", r.key, derived);
+    EXPECT_STATUS(idemkit_complete(call, "{\"issue\":12}", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+    EXPECT_STATUS(begin(store, explicit_tool, " \t", &call, &r), IDEMKIT_STATUS_INVALID_KEY);
+    idemkit_begin_result_clear(&r);
+    EXPECT_STATUS(begin(store, explicit_tool, NULL, &call, &r), IDEMKIT_STATUS_INVALID_KEY);
+    idemkit_begin_result_clear(&r);
+
+    policy = policy_with(IDEMKIT_STRATEGY_UUID, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    idemkit_tool *uuid_tool = make_tool("post_payment", &policy, 0);
+    char first_uuid[65] = "";
+    for (int i = 0; i < 2; i++) {
+        EXPECT_STATUS(begin(store, uuid_tool, NULL, &call, &r), IDEMKIT_STATUS_OK);
+        EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "UUID always runs");
+        EXPECT(strlen(r.key) == 36 && r.key[8] == '-', "a UUID: %s", r.key);
+        EXPECT(strcmp(r.key, first_uuid) != 0, "a fresh UUID per call");
+        strcpy(first_uuid, r.key);
+        idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+        EXPECT_STATUS(idemkit_complete(call, "null", &recording), IDEMKIT_STATUS_OK);
+        EXPECT(recording == IDEMKIT_RECORDING_UNPROTECTED, "recording %d", (int)recording);
+        idemkit_call_free(call);
+        idemkit_begin_result_clear(&r);
+    }
+
+    policy = policy_with(IDEMKIT_STRATEGY_NONE, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    idemkit_tool *none_tool = make_tool("ping", &policy, 0);
+    EXPECT_STATUS(begin(store, none_tool, NULL, &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE && r.key[0] == '\0', "NONE runs, with no key");
+    char key[65] = "x";
+    EXPECT_STATUS(idemkit_call_key(call, key, sizeof key), IDEMKIT_STATUS_OK);
+    EXPECT(key[0] == '\0', "NONE has an empty key");
+    EXPECT_STATUS(idemkit_fail(call, "E", "m", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+
+    idemkit_tool_free(explicit_tool);
+    idemkit_tool_free(uuid_tool);
+    idemkit_tool_free(none_tool);
+    idemkit_store_free(store);
+}
+
+static void tenants_and_runs_are_part_of_the_key(void) {
+    idemkit_store *store = memory_store();
+    idemkit_tool *tool = make_tool("book", NULL, 0); /* NULL policy: the SPEC defaults */
+    const char *tenants[] = {NULL, "", "acme"};
+    for (int i = 0; i < 3; i++) {
+        idemkit_call *call = NULL;
+        idemkit_begin_result r;
+        EXPECT_STATUS(idemkit_begin(store, tool, tenants[i], "run_1", "{\"flight\":\"BA117\"}", &call, &r),
+                      IDEMKIT_STATUS_OK);
+        EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "tenant %d runs its own call", i);
+        EXPECT_STATUS(idemkit_complete(call, "true", NULL), IDEMKIT_STATUS_OK);
+        idemkit_call_free(call);
+        idemkit_begin_result_clear(&r);
+    }
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(store, tool, "acme", "run_2", "{\"flight\":\"BA117\"}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "a new run is a new key");
+    EXPECT_STATUS(idemkit_release_unrun(call), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+/* ---- every status a C caller can get -------------------------------------------------- */
+
+static void null_pointers_are_refused(void) {
+    idemkit_store *store = memory_store();
+    idemkit_tool *tool = make_tool("t", NULL, 0);
+    idemkit_call *call = (idemkit_call *)&call; /* must be overwritten with NULL */
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(NULL, tool, "{}", &call, &r), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT(call == NULL, "*out_call is NULL after a refusal");
+    EXPECT(idemkit_last_error_kind() == IDEMKIT_STATUS_NULL_POINTER, "last error kind");
+    EXPECT(strstr(last_message(), "`store` is NULL") != NULL, "message: %s", last_message());
+    EXPECT_STATUS(begin(store, NULL, "{}", &call, &r), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(begin(store, tool, NULL, &call, &r), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(begin(store, tool, "{}", NULL, &r), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(begin(store, tool, "{}", &call, NULL), IDEMKIT_STATUS_NULL_POINTER);
+    idemkit_store *no_store = (idemkit_store *)&no_store;
+    EXPECT_STATUS(idemkit_store_open(NULL, NULL, &no_store), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT(no_store == NULL, "*out is NULL after a refusal");
+    EXPECT_STATUS(idemkit_store_open("memory:", NULL, NULL), IDEMKIT_STATUS_NULL_POINTER);
+    idemkit_tool *no_tool = NULL;
+    EXPECT_STATUS(idemkit_tool_new(NULL, NULL, 0, &no_tool), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(idemkit_tool_new("t", NULL, 0, NULL), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(idemkit_complete(NULL, "1", NULL), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(idemkit_fail(NULL, "E", "m", NULL), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(idemkit_release_unrun(NULL), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(idemkit_call_key(NULL, NULL, 0), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(idemkit_policy_default(NULL), IDEMKIT_STATUS_NULL_POINTER);
+    idemkit_store_free(NULL);
+    idemkit_tool_free(NULL);
+    idemkit_call_free(NULL);
+    idemkit_string_free(NULL);
+    idemkit_begin_result_clear(NULL);
+
+    /* A NULL report keeps the call open, and so does a result that is not JSON. */
+    EXPECT_STATUS(begin(store, tool, "{}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT_STATUS(idemkit_complete(call, NULL, NULL), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(idemkit_fail(call, NULL, "m", NULL), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(idemkit_complete(call, "not json", NULL), IDEMKIT_STATUS_INVALID_ARGUMENT);
+    EXPECT_STATUS(idemkit_complete(call, "{}", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void invalid_utf8_is_refused(void) {
+    idemkit_store *store = memory_store();
+    idemkit_tool *tool = make_tool("t", NULL, 0);
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(store, tool, "\xff", NULL, "{}", &call, &r), IDEMKIT_STATUS_INVALID_UTF8);
+    EXPECT(strstr(last_message(), "`tenant`") != NULL, "message names the argument: %s", last_message());
+    EXPECT_STATUS(idemkit_begin(store, tool, NULL, "\xc3", "{}", &call, &r), IDEMKIT_STATUS_INVALID_UTF8);
+    EXPECT_STATUS(begin(store, tool, "\"\xed\xa0\x80\"", &call, &r), IDEMKIT_STATUS_INVALID_UTF8);
+    /* A lone surrogate escape is valid UTF-8 text but refused by the key rules. */
+    EXPECT_STATUS(begin(store, tool, "\"\\ud800\"", &call, &r), IDEMKIT_STATUS_INVALID_KEY);
+    idemkit_tool *bad = NULL;
+    EXPECT_STATUS(idemkit_tool_new("caf\xe9", NULL, 0, &bad), IDEMKIT_STATUS_INVALID_UTF8);
+    EXPECT(bad == NULL, "no tool");
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void invalid_keys_are_refused_and_nothing_runs(void) {
+    idemkit_store *store = memory_store();
+    idemkit_tool *tool = make_tool("t", NULL, 0);
+    const char *inputs[] = {"{bad", "{\"a\":1,\"a\":2}", "{\"x\":NaN}", "", "[1,]"};
+    for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
+        idemkit_call *call = NULL;
+        idemkit_begin_result r;
+        EXPECT_STATUS(begin(store, tool, inputs[i], &call, &r), IDEMKIT_STATUS_INVALID_KEY);
+        EXPECT(call == NULL && r.answer == IDEMKIT_ANSWER_NONE && r.key[0] == '\0', "input %zu: nothing", i);
+    }
+    EXPECT(strstr(last_message(), "invalid idempotency key for `t`") != NULL, "message: %s", last_message());
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    const char *names[] = {"flight"};
+    policy.key_arguments = names;
+    policy.key_argument_count = 1;
+    idemkit_tool *book = make_tool("book", &policy, 0);
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(begin(store, book, "{\"seat\":\"1A\"}", &call, &r), IDEMKIT_STATUS_INVALID_KEY);
+    EXPECT(strstr(last_message(), "flight") != NULL, "message names the missing argument: %s", last_message());
+    /* key_arguments: only the named members count. */
+    run_once(store, book, "{\"flight\":\"BA117\",\"request_id\":\"a\"}", "1");
+    EXPECT_STATUS(begin(store, book, "{\"flight\":\"BA117\",\"request_id\":\"b\"}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS, "same flight, other request id: cached");
+    idemkit_begin_result_clear(&r);
+    idemkit_tool_free(book);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void configuration_errors_are_refused_when_built(void) {
+    idemkit_tool *tool = (idemkit_tool *)&tool;
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    policy.ttl_seconds = 0;
+    EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
+    EXPECT(tool == NULL, "no tool");
+    EXPECT(strstr(last_message(), "ttlSeconds must be > 0 on `send_email`") != NULL, "message: %s", last_message());
+    policy.ttl_seconds = 60;
+    policy.lease_seconds = 0;
+    EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
+    policy.lease_seconds = 2;
+    EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 2000, &tool), IDEMKIT_STATUS_CONFIGURATION);
+    EXPECT(strstr(last_message(), "shorter than leaseSeconds") != NULL, "message: %s", last_message());
+    policy.lease_seconds = 300;
+    policy.on_cache_hit = 9;
+    EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
+    policy.on_cache_hit = IDEMKIT_ON_CACHE_HIT_RETURN_CACHED;
+    policy.strategy = IDEMKIT_STRATEGY_EXPLICIT;
+    const char *names[] = {"flight"};
+    policy.key_arguments = names;
+    policy.key_argument_count = 1;
+    EXPECT_STATUS(idemkit_tool_new("book", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
+    EXPECT_STATUS(idemkit_tool_new("  ", NULL, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
+    idemkit_store *store = (idemkit_store *)&store;
+    EXPECT_STATUS(idemkit_store_open("ftp://example.com", NULL, &store), IDEMKIT_STATUS_CONFIGURATION);
+    EXPECT(store == NULL, "no store");
+}
+
+static void an_unreachable_store_is_store_unavailable(void) {
+#if IDEMKIT_TEST_HAS_REDIS
+    /* Port 1 on localhost: nothing listens there. */
+    idemkit_store *store = NULL;
+    idemkit_status status = idemkit_store_open("redis://127.0.0.1:1/", NULL, &store);
+    if (status == IDEMKIT_STATUS_OK) {
+        /* A lazily connecting store answers at the first call. */
+        idemkit_tool *tool = make_tool("send_email", NULL, 0);
+        idemkit_call *call = NULL;
+        idemkit_begin_result r;
+        EXPECT_STATUS(begin(store, tool, "{}", &call, &r), IDEMKIT_STATUS_STORE_UNAVAILABLE);
+        EXPECT(call == NULL, "nothing runs without the store");
+        idemkit_begin_result_clear(&r);
+        idemkit_tool_free(tool);
+        idemkit_store_free(store);
+    } else {
+        EXPECT(status == IDEMKIT_STATUS_STORE_UNAVAILABLE, "open answered %s: %s", idemkit_status_name(status),
+               last_message());
+        EXPECT(store == NULL, "no store");
+    }
+#else
+    /* Without the redis feature the only store is memory:, which cannot be unreachable; a
+     * redis URL is a configuration error that names the missing feature. */
+    idemkit_store *store = NULL;
+    EXPECT_STATUS(idemkit_store_open("redis://127.0.0.1:1/", NULL, &store), IDEMKIT_STATUS_CONFIGURATION);
+    EXPECT(strstr(last_message(), "redis") != NULL, "message: %s", last_message());
+    printf("note: store_unavailable is checked only when the library is built with the redis feature\n");
+#endif
+}
+
+static void the_last_error_message_reports_its_size(void) {
+    idemkit_store *store = NULL;
+    EXPECT_STATUS(idemkit_store_open(NULL, NULL, &store), IDEMKIT_STATUS_NULL_POINTER);
+    size_t needed = 0;
+    EXPECT_STATUS(idemkit_last_error_message(NULL, 0, &needed), IDEMKIT_STATUS_OK);
+    EXPECT(needed > 1, "needed %zu", needed);
+    char small[4] = "xyz";
+    size_t again = 0;
+    EXPECT_STATUS(idemkit_last_error_message(small, sizeof small, &again), IDEMKIT_STATUS_BUFFER_TOO_SMALL);
+    EXPECT(again == needed && small[0] == '\0', "needed %zu, buffer \"%s\"", again, small);
+    /* Asking does not change the last error. */
+    EXPECT(idemkit_last_error_kind() == IDEMKIT_STATUS_NULL_POINTER, "last error kind kept");
+    char *full = malloc(needed);
+    EXPECT_STATUS(idemkit_last_error_message(full, needed, NULL), IDEMKIT_STATUS_OK);
+    EXPECT(strlen(full) + 1 == needed, "whole message: %s", full);
+    free(full);
+}
+
+static void names_and_version(void) {
+    EXPECT(strcmp(idemkit_status_name(IDEMKIT_STATUS_OK), "ok") == 0, "ok");
+    EXPECT(strcmp(idemkit_status_name(IDEMKIT_STATUS_INDETERMINATE), "indeterminate") == 0, "kind name");
+    EXPECT(strcmp(idemkit_status_name(IDEMKIT_STATUS_BUFFER_TOO_SMALL), "buffer_too_small") == 0, "boundary name");
+    EXPECT(strcmp(idemkit_status_name(-1), "unknown") == 0, "unknown");
+    EXPECT(IDEMKIT_STATUS_INVALID_KEY == 1 && IDEMKIT_STATUS_INTERNAL == 10, "codes are the error kind codes");
+    const char *version = idemkit_version();
+    EXPECT(version && strlen(version) >= 5 && strchr(version, '.'), "version %s", version ? version : "(null)");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s VECTORS_TXT (keys-v1.json converted by tests/c/vectors_to_lines.py)\n", argv[0]);
+        return 2;
+    }
+    run_vectors(argv[1]);
+    run("derive_key refuses small buffers and reports the material size",
+        derive_key_refuses_small_buffers_and_reports_the_material_size);
+    run("derive_key refuses NULL and invalid UTF-8", derive_key_refuses_null_and_invalid_utf8);
+    run("a repeat gets the cached success with the same JSON", a_repeat_gets_the_cached_success_with_the_same_json);
+    run("a failure without cache_failures runs again", a_failure_without_cache_failures_runs_again);
+    run("a failure with cache_failures is answered as a cached failure",
+        a_failure_with_cache_failures_is_answered_as_a_cached_failure);
+    run("RETURN_CACHED_IF_SUCCESS runs a remembered failure again",
+        return_cached_if_success_runs_a_remembered_failure_again);
+    run("FAIL_FAST refuses a repeat and an in-progress key", fail_fast_refuses_a_repeat_and_an_in_progress_key);
+    run("an in-progress key fails with in_progress at the deadline",
+        an_in_progress_key_fails_with_in_progress_at_the_deadline);
+    run("a waiter gets the outcome of the call it waited for", a_waiter_gets_the_outcome_of_the_call_it_waited_for);
+    run("an abandoned claim is indeterminate until a late outcome",
+        an_abandoned_claim_is_indeterminate_until_a_late_outcome);
+    run("a result over the store limit answers outcome_too_large",
+        a_result_over_the_store_limit_answers_outcome_too_large);
+    run("EXPLICIT, UUID and NONE", explicit_keys_uuid_and_none);
+    run("tenants and runs are part of the key", tenants_and_runs_are_part_of_the_key);
+    run("null pointers are refused", null_pointers_are_refused);
+    run("invalid UTF-8 is refused", invalid_utf8_is_refused);
+    run("invalid keys are refused and nothing runs", invalid_keys_are_refused_and_nothing_runs);
+    run("configuration errors are refused when built", configuration_errors_are_refused_when_built);
+    run("an unreachable store is store_unavailable", an_unreachable_store_is_store_unavailable);
+    run("the last error message reports its size", the_last_error_message_reports_its_size);
+    run("status names and version", names_and_version);
+    printf("C tests: %d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
