@@ -549,14 +549,13 @@ void idemkit_tool_free(struct idemkit_tool *tool);
  * `IDEMKIT_STATUS_STORE_UNAVAILABLE`, `IDEMKIT_STATUS_OUTCOME_TOO_LARGE`, or a boundary status;
  * `out->key` still holds the key when one was derived.
  *
- * `*out_call` is NULL unless the answer is `EXECUTE`. `*out` is always overwritten (its old
- * strings are not freed); free its strings with `idemkit_begin_result_clear`.
+ * `*out_call` is NULL unless the answer is `EXECUTE`. `*out` (when not NULL) is always
+ * overwritten, its old strings not freed; free its strings with `idemkit_begin_result_clear`.
  *
  * **Blocking.** When another call holds the key, this function blocks the calling thread until
  * that call records an outcome, or until this tool's deadline (`timeout_ms`), or — without a
  * deadline — until the holder's lease ends (up to `lease_seconds`). There is no way to
  * interrupt the wait from C: give tools a `timeout_ms` if the thread must stay responsive.
- * Never call it from inside a callback running on idemkit's own runtime threads.
  *
  * # Safety
  * `store` and `tool` are NULL or live handles; `tenant`, `run` and `input` are NULL or

@@ -380,14 +380,13 @@ pub unsafe extern "C" fn idemkit_tool_free(tool: *mut IdemkitTool) {
 /// `IDEMKIT_STATUS_STORE_UNAVAILABLE`, `IDEMKIT_STATUS_OUTCOME_TOO_LARGE`, or a boundary status;
 /// `out->key` still holds the key when one was derived.
 ///
-/// `*out_call` is NULL unless the answer is `EXECUTE`. `*out` is always overwritten (its old
-/// strings are not freed); free its strings with `idemkit_begin_result_clear`.
+/// `*out_call` is NULL unless the answer is `EXECUTE`. `*out` (when not NULL) is always
+/// overwritten, its old strings not freed; free its strings with `idemkit_begin_result_clear`.
 ///
 /// **Blocking.** When another call holds the key, this function blocks the calling thread until
 /// that call records an outcome, or until this tool's deadline (`timeout_ms`), or — without a
 /// deadline — until the holder's lease ends (up to `lease_seconds`). There is no way to
 /// interrupt the wait from C: give tools a `timeout_ms` if the thread must stay responsive.
-/// Never call it from inside a callback running on idemkit's own runtime threads.
 ///
 /// # Safety
 /// `store` and `tool` are NULL or live handles; `tenant`, `run` and `input` are NULL or
@@ -403,41 +402,32 @@ pub unsafe extern "C" fn idemkit_begin(
     out: *mut IdemkitBeginResult,
 ) -> IdemkitStatus {
     guard(|| {
+        if !out.is_null() {
+            out.write(IdemkitBeginResult {
+                answer: IdemkitAnswer::None,
+                key: [0; KEY_BUFFER_LEN],
+                result_json: std::ptr::null_mut(),
+                error_type: std::ptr::null_mut(),
+                error_message: std::ptr::null_mut(),
+            });
+        }
         let out_call = out_call.as_mut().ok_or_else(|| Fault::null("out_call"))?;
         *out_call = std::ptr::null_mut();
-        if out.is_null() {
-            return Err(Fault::null("out"));
-        }
-        out.write(IdemkitBeginResult {
-            answer: IdemkitAnswer::None,
-            key: [0; KEY_BUFFER_LEN],
-            result_json: std::ptr::null_mut(),
-            error_type: std::ptr::null_mut(),
-            error_message: std::ptr::null_mut(),
-        });
-        let out = &mut *out;
+        let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
         let store = store.as_ref().ok_or_else(|| Fault::null("store"))?;
         let tool = &tool.as_ref().ok_or_else(|| Fault::null("tool"))?.tool;
         let context = CallContext {
             tenant: optional_str(tenant, "tenant")?.map(str::to_owned),
             run: optional_str(run, "run")?.map(str::to_owned),
         };
-        let input = optional_str(input, "input")?;
-        let input = match (tool.policy().strategy, input) {
-            (KeyStrategy::HashInput, Some(json)) => KeyInput::Json(json),
-            (KeyStrategy::HashInput, None) => return Err(Fault::null("input")),
-            (KeyStrategy::Explicit, Some(key)) => KeyInput::Explicit(key),
-            (KeyStrategy::Explicit, None) => {
-                return Err(Fault::new(
-                    IdemkitStatus::InvalidKey,
-                    format!(
-                        "invalid idempotency key for `{}`: explicit key: it is NULL; supply a key with at least one visible character",
-                        tool.name()
-                    ),
-                ))
-            }
+        let input = match tool.policy().strategy {
+            KeyStrategy::HashInput => KeyInput::Json(required_str(input, "input")?),
+            KeyStrategy::Explicit => match optional_str(input, "input")? {
+                Some(key) => KeyInput::Explicit(key),
+                None => return Err(null_explicit_key(tool.name())),
+            },
             // UUID and NONE derive no key from the input.
-            (KeyStrategy::Uuid | KeyStrategy::None, _) => KeyInput::Json("null"),
+            KeyStrategy::Uuid | KeyStrategy::None => KeyInput::Json("null"),
         };
         let executor = &store.executor;
         let mut attempt = executor.prepare(tool, &context, input)?;
@@ -480,6 +470,17 @@ pub unsafe extern "C" fn idemkit_begin(
         }
         Ok(())
     })
+}
+
+/// The refusal of an `EXPLICIT` call whose supplied key is NULL (SPEC §1: an invalid key).
+fn null_explicit_key(tool: &str) -> Fault {
+    Fault::new(
+        IdemkitStatus::InvalidKey,
+        format!(
+            "invalid idempotency key for `{tool}`: explicit key: it is NULL; \
+             supply a key with at least one visible character"
+        ),
+    )
 }
 
 /// Frees the strings of a begin result and sets them to NULL; the struct itself belongs to
