@@ -473,7 +473,7 @@ pub unsafe extern "C" fn idemkit_begin(
 }
 
 /// The refusal of an `EXPLICIT` call whose supplied key is NULL (SPEC §1: an invalid key).
-fn null_explicit_key(tool: &str) -> Fault {
+pub(crate) fn null_explicit_key(tool: &str) -> Fault {
     Fault::new(
         IdemkitStatus::InvalidKey,
         format!(

@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 use super::boundary::{copy_out, guard, optional_str, required_str, str_array, Fault};
-use super::call::IdemkitStrategy;
+use super::call::{null_explicit_key, IdemkitStrategy};
 use super::IdemkitStatus;
 use crate::key::{canonical_material, derive_key, KeyInput, KeyScope};
 
@@ -93,12 +93,9 @@ pub unsafe extern "C" fn idemkit_derive_key(
             Some(IdemkitStrategy::HashInput) => {
                 KeyInput::Json(data.ok_or_else(|| Fault::null("request.data"))?)
             }
-            Some(IdemkitStrategy::Explicit) => KeyInput::Explicit(data.ok_or_else(|| {
-                Fault::new(
-                    IdemkitStatus::InvalidKey,
-                    "explicit key: it is NULL; supply a key with at least one visible character",
-                )
-            })?),
+            Some(IdemkitStrategy::Explicit) => {
+                KeyInput::Explicit(data.ok_or_else(|| null_explicit_key(scope.scope))?)
+            }
             _ => {
                 return Err(Fault::invalid(format!(
                     "request.strategy is {}; keys are derived only for IDEMKIT_STRATEGY_HASH_INPUT ({}) and IDEMKIT_STRATEGY_EXPLICIT ({})",
