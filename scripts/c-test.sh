@@ -7,6 +7,7 @@
 # Installs cbindgen when it is missing. Usage: scripts/c-test.sh
 # Environment: IDEMKIT_VECTORS (path of keys-v1.json, default ../shared/vectors/keys-v1.json),
 #              IDEMKIT_C_FEATURES (cargo features, default capi plus redis when the crate has it),
+#              IDEMKIT_REDIS_URL (a Redis server: calls also run on it, when built with redis),
 #              IDEMKIT_SKIP_VALGRIND=1 (skip step 4, for machines without valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,10 +76,10 @@ vectors=${IDEMKIT_VECTORS:-$root/../shared/vectors/keys-v1.json}
 [ -f "$vectors" ] || { echo "cannot read the key vectors at $vectors; set IDEMKIT_VECTORS"; exit 1; }
 python3 tests/c/vectors_to_lines.py "$vectors" >"$work/vectors.txt"
 
-echo "shared library:"
+# The shared-library run prints the one "C tests: N passed, M failed" line that test
+# summaries count; the reruns label theirs so that they are not counted three times.
 "$work/idemkit_test" "$work/vectors.txt"
-echo "static library:"
-"$work/idemkit_test_static" "$work/vectors.txt"
+"$work/idemkit_test_static" "$work/vectors.txt" | sed 's/^C tests: /C tests (static library): /'
 
 if [ "${IDEMKIT_SKIP_VALGRIND:-0}" = 1 ]; then
   echo "valgrind skipped (IDEMKIT_SKIP_VALGRIND=1)"
@@ -92,7 +93,8 @@ fi
 # The runtime's worker threads live until the process exits, so their stacks and the runtime
 # show as "possibly lost" / "still reachable"; only definite leaks and errors fail the run.
 valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1 \
-  --show-leak-kinds=definite --log-file="$work/valgrind.log" "$work/idemkit_test" "$work/vectors.txt" || {
+  --show-leak-kinds=definite --log-file="$work/valgrind.log" "$work/idemkit_test" "$work/vectors.txt" |
+  sed 's/^C tests: /C tests (valgrind): /' || {
   cat "$work/valgrind.log"
   exit 1
 }

@@ -4,7 +4,8 @@
  *
  * Usage: idemkit_test VECTORS_TXT
  *   VECTORS_TXT is keys-v1.json converted by tests/c/vectors_to_lines.py (scripts/c-test.sh
- *   does it). Compile with -DIDEMKIT_TEST_HAS_REDIS=1 when the library has the redis feature.
+ *   does it). Compile with -DIDEMKIT_TEST_HAS_REDIS=1 when the library has the redis feature;
+ *   then IDEMKIT_REDIS_URL (if set) also runs calls on a shared Redis store.
  *
  * Prints "C tests: N passed, M failed" and exits non-zero when M > 0.
  */
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "idemkit.h"
 
@@ -818,6 +820,48 @@ static void an_unreachable_store_is_store_unavailable(void) {
 #endif
 }
 
+/* The protocol on a shared Redis store (IDEMKIT_REDIS_URL, set by scripts/services.sh): two
+ * store handles are two clients, as two processes would be. A fresh tenant per run keeps
+ * reruns apart; the records expire after a minute. */
+static void two_clients_of_one_redis_store_deduplicate(void) {
+    const char *url = getenv("IDEMKIT_REDIS_URL");
+    idemkit_store *first = NULL, *second = NULL;
+    EXPECT_STATUS(idemkit_store_open(url, NULL, &first), IDEMKIT_STATUS_OK);
+    EXPECT_STATUS(idemkit_store_open(url, NULL, &second), IDEMKIT_STATUS_OK);
+    if (!first || !second) {
+        idemkit_store_free(first);
+        idemkit_store_free(second);
+        return;
+    }
+    char tenant[64];
+    snprintf(tenant, sizeof tenant, "c-test-%ld-%ld", (long)getpid(), now_ms());
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    policy.ttl_seconds = 60;
+    idemkit_tool *tool = make_tool("send_email", &policy, 0);
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(first, tool, tenant, NULL, "{\"to\":\"fa\"}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "answer %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    idemkit_call *other = NULL;
+    policy.on_cache_hit = IDEMKIT_ON_CACHE_HIT_FAIL_FAST;
+    idemkit_tool *fail_fast = make_tool("send_email", &policy, 0);
+    EXPECT_STATUS(idemkit_begin(second, fail_fast, tenant, NULL, "{\"to\":\"fa\"}", &other, &r),
+                  IDEMKIT_STATUS_FAIL_FAST);
+    idemkit_begin_result_clear(&r);
+    EXPECT_STATUS(idemkit_complete(call, "{\"id\":\"msg-9\"}", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+    EXPECT_STATUS(idemkit_begin(second, tool, tenant, NULL, "{\"to\":\"fa\"}", &other, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS, "the other client gets the result: %d", (int)r.answer);
+    EXPECT(r.result_json && strcmp(r.result_json, "{\"id\":\"msg-9\"}") == 0, "result %s",
+           r.result_json ? r.result_json : "(null)");
+    idemkit_begin_result_clear(&r);
+    idemkit_tool_free(fail_fast);
+    idemkit_tool_free(tool);
+    idemkit_store_free(first);
+    idemkit_store_free(second);
+}
+
 static void the_last_error_message_reports_its_size(void) {
     idemkit_store *store = NULL;
     EXPECT_STATUS(idemkit_store_open(NULL, NULL, &store), IDEMKIT_STATUS_NULL_POINTER);
@@ -876,6 +920,11 @@ int main(int argc, char **argv) {
     run("invalid keys are refused and nothing runs", invalid_keys_are_refused_and_nothing_runs);
     run("configuration errors are refused when built", configuration_errors_are_refused_when_built);
     run("an unreachable store is store_unavailable", an_unreachable_store_is_store_unavailable);
+    if (IDEMKIT_TEST_HAS_REDIS && getenv("IDEMKIT_REDIS_URL")) {
+        run("two clients of one Redis store deduplicate", two_clients_of_one_redis_store_deduplicate);
+    } else {
+        printf("note: set IDEMKIT_REDIS_URL (scripts/services.sh env) to run the calls on Redis too\n");
+    }
     run("the last error message reports its size", the_last_error_message_reports_its_size);
     run("status names and version", names_and_version);
     printf("C tests: %d passed, %d failed\n", passed, failed);
