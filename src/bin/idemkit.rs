@@ -231,7 +231,9 @@ fn call_input<'a>(call: &'a CallArgs) -> Result<(&'a str, KeyInput<'a>), Failed>
         (Some(json), None) => KeyInput::Json(json),
         (None, Some(explicit)) => {
             if !call.key_arguments.is_empty() {
-                return Err(usage("--key-arguments applies to --input only, not --explicit"));
+                return Err(usage(
+                    "--key-arguments applies to --input only, not --explicit",
+                ));
             }
             KeyInput::Explicit(explicit)
         }
@@ -275,13 +277,19 @@ async fn open(args: &StoreArgs) -> Result<Arc<dyn Store>, Failed> {
         allow_evicting: args.allow_evicting,
         max_outcome_bytes: None,
     };
-    idemkit::store::open(&args.store, &options).await.map_err(|e| {
-        let code = if e.kind() == idemkit::ErrorKind::Configuration { 2 } else { 1 };
-        Failed {
-            code,
-            message: e.to_string(),
-        }
-    })
+    idemkit::store::open(&args.store, &options)
+        .await
+        .map_err(|e| {
+            let code = if e.kind() == idemkit::ErrorKind::Configuration {
+                2
+            } else {
+                1
+            };
+            Failed {
+                code,
+                message: e.to_string(),
+            }
+        })
 }
 
 fn store_failed(store: &StoreArgs, e: impl std::fmt::Display) -> Failed {
@@ -303,7 +311,10 @@ async fn inspect(args: InspectArgs) -> Result<(), Failed> {
         tenant: args.tenant.as_deref(),
         key: &key,
     };
-    let (record, now) = store.get(id).await.map_err(|e| store_failed(&args.store, e))?;
+    let (record, now) = store
+        .get(id)
+        .await
+        .map_err(|e| store_failed(&args.store, e))?;
     match record {
         None => {
             if args.json {
@@ -406,7 +417,10 @@ async fn scan(
         records.extend(page.records);
         pages += 1;
         if progress && pages % 4 == 0 {
-            eprint!("\rscanned {pages} pages, {} matching records…", records.len());
+            eprint!(
+                "\rscanned {pages} pages, {} matching records…",
+                records.len()
+            );
         }
         match page.next_cursor {
             Some(c) => cursor = Some(c),
@@ -438,7 +452,11 @@ async fn list(args: ListArgs) -> Result<(), Failed> {
     records.truncate(args.limit);
     let mut out = std::io::stdout().lock();
     if !args.json {
-        let _ = writeln!(out, "{:<64}  {:<11}  {:<20}  {:<16}  CLAIMED", "KEY", "STATE", "TOOL", "TENANT");
+        let _ = writeln!(
+            out,
+            "{:<64}  {:<11}  {:<20}  {:<16}  CLAIMED",
+            "KEY", "STATE", "TOOL", "TENANT"
+        );
     }
     for r in &records {
         let _ = if args.json {
@@ -495,7 +513,10 @@ async fn resolve(args: ResolveArgs) -> Result<(), Failed> {
         tenant: args.tenant.as_deref(),
         key: &key,
     };
-    let (record, now) = store.get(id).await.map_err(|e| store_failed(&args.store, e))?;
+    let (record, now) = store
+        .get(id)
+        .await
+        .map_err(|e| store_failed(&args.store, e))?;
     let Some(record) = record else {
         return Err(failed(format!(
             "no record for key {} (tenant {}); nothing to resolve",
@@ -528,11 +549,17 @@ async fn resolve(args: ResolveArgs) -> Result<(), Failed> {
             println!(
                 "resolved key {}: {}",
                 key.hex(),
-                if args.release { "released" } else { "outcome recorded" }
+                if args.release {
+                    "released"
+                } else {
+                    "outcome recorded"
+                }
             );
             Ok(())
         }
-        Resolved::NotFound => Err(failed("the record disappeared meanwhile (expired or forgotten)")),
+        Resolved::NotFound => Err(failed(
+            "the record disappeared meanwhile (expired or forgotten)",
+        )),
         Resolved::TokenMismatch(_) => Err(failed(
             "the record changed meanwhile (another claim holds it now); inspect it and try again",
         )),
@@ -565,7 +592,9 @@ async fn purge(args: PurgeArgs) -> Result<(), Failed> {
             idemkit::store::redact_url(&args.store.store)
         ))?
     {
-        return Err(failed("not confirmed; nothing was deleted (pass --yes to skip the question)"));
+        return Err(failed(
+            "not confirmed; nothing was deleted (pass --yes to skip the question)",
+        ));
     }
     let removed = store
         .purge_expired()
@@ -584,7 +613,9 @@ async fn forget(args: ForgetArgs) -> Result<(), Failed> {
             idemkit::store::redact_url(&args.store.store)
         ))?
     {
-        return Err(failed("not confirmed; nothing was deleted (pass --yes to skip the question)"));
+        return Err(failed(
+            "not confirmed; nothing was deleted (pass --yes to skip the question)",
+        ));
     }
     let removed = store
         .forget(Some(&args.tenant))
@@ -605,13 +636,21 @@ async fn stats(args: StatsArgs) -> Result<(), Failed> {
             Status::Abandoned => 1,
             Status::Completed => 2,
         };
-        by_tenant.entry(tenant_label(r.tenant.as_deref())).or_default()[slot] += 1;
+        by_tenant
+            .entry(tenant_label(r.tenant.as_deref()))
+            .or_default()[slot] += 1;
         total[slot] += 1;
     }
-    println!("{:<24} {:>12} {:>12} {:>12}", "TENANT", "IN-PROGRESS", "ABANDONED", "COMPLETED");
+    println!(
+        "{:<24} {:>12} {:>12} {:>12}",
+        "TENANT", "IN-PROGRESS", "ABANDONED", "COMPLETED"
+    );
     for (tenant, c) in &by_tenant {
         println!("{:<24} {:>12} {:>12} {:>12}", tenant, c[0], c[1], c[2]);
     }
-    println!("{:<24} {:>12} {:>12} {:>12}", "all", total[0], total[1], total[2]);
+    println!(
+        "{:<24} {:>12} {:>12} {:>12}",
+        "all", total[0], total[1], total[2]
+    );
     Ok(())
 }
