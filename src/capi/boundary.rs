@@ -378,16 +378,20 @@ pub unsafe extern "C" fn idemkit_last_error_message(
 /// `"unknown"` for a code that is not an `idemkit_status`. The string is static: do not free it.
 #[no_mangle]
 pub extern "C" fn idemkit_status_name(status: i32) -> *const c_char {
-    IdemkitStatus::ALL
-        .iter()
-        .find(|s| **s as i32 == status)
-        .map_or(cstr!("unknown"), |s| s.name())
-        .as_ptr()
+    catch_unwind(|| {
+        IdemkitStatus::ALL
+            .iter()
+            .find(|s| **s as i32 == status)
+            .map_or(cstr!("unknown"), |s| s.name())
+    })
+    .unwrap_or(cstr!("unknown"))
+    .as_ptr()
 }
 
 /// The library's version (`"0.1.0"`). The string is static: do not free it.
 #[no_mangle]
 pub extern "C" fn idemkit_version() -> *const c_char {
+    // A constant: evaluated when the library is compiled, so nothing here can panic.
     const VERSION: &CStr = cstr!(env!("CARGO_PKG_VERSION"));
     VERSION.as_ptr()
 }
