@@ -117,3 +117,18 @@ fn every_subcommand_has_help() {
         assert!(stdout(&o).contains("Usage: idemkit"), "{sub}");
     }
 }
+
+#[test]
+fn the_readme_shows_the_current_help_of_every_command() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for sub in ["", "key", "inspect", "list", "resolve", "purge", "forget", "stats"] {
+        let args: Vec<&str> = [sub, "--help"].into_iter().filter(|a| !a.is_empty()).collect();
+        let help = stdout(&idemkit(&args));
+        let shown = format!("$ idemkit {}\n{help}```", args.join(" "));
+        assert!(
+            readme.contains(&shown),
+            "README.md does not show the current `idemkit {}` output; paste it:\n{help}",
+            args.join(" ")
+        );
+    }
+}
