@@ -565,6 +565,27 @@ class DispatcherTest {
     }
 
     @Test
+    void nesting_deeper_than_64_and_cyclic_maps_are_refused_by_the_core() {
+        Tools t = new Tools();
+        ToolDispatcher d = dispatcher(t);
+        Object deep = "leaf";
+        for (int i = 0; i < 63; i++) {
+            deep = List.of(deep);
+        }
+        // The input object plus 63 lists is 64 levels: accepted.
+        d.call("charge", Map.of("amount", deep));
+        Object deeper = List.of(deep);
+        InvalidKeyException tooDeep = assertThrows(InvalidKeyException.class,
+                () -> d.call("charge", Map.of("amount", deeper)));
+        assertTrue(tooDeep.getMessage().contains("nested deeper than 64"), tooDeep.getMessage());
+        Map<String, Object> cyclic = new HashMap<>();
+        cyclic.put("self", cyclic);
+        InvalidKeyException cycle = assertThrows(InvalidKeyException.class, () -> d.call("charge", Map.of("amount", cyclic)));
+        assertTrue(cycle.getMessage().contains("nested deeper than 64"), cycle.getMessage());
+        assertEquals(1, t.runs("charge"));
+    }
+
+    @Test
     void input_that_does_not_bind_is_refused_and_the_claim_released() {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
