@@ -120,9 +120,15 @@ fn every_subcommand_has_help() {
 
 #[test]
 fn the_readme_shows_the_current_help_of_every_command() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    for sub in ["", "key", "inspect", "list", "resolve", "purge", "forget", "stats"] {
-        let args: Vec<&str> = [sub, "--help"].into_iter().filter(|a| !a.is_empty()).collect();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for sub in [
+        "", "key", "inspect", "list", "resolve", "purge", "forget", "stats",
+    ] {
+        let args: Vec<&str> = [sub, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
         let help = stdout(&idemkit(&args));
         let shown = format!("$ idemkit {}\n{help}```", args.join(" "));
         assert!(
