@@ -36,9 +36,14 @@ impl KeyStrategy {
 
     /// Parses a SPEC name.
     pub fn from_name(name: &str) -> Option<KeyStrategy> {
-        [KeyStrategy::HashInput, KeyStrategy::Explicit, KeyStrategy::Uuid, KeyStrategy::None]
-            .into_iter()
-            .find(|s| s.name() == name)
+        [
+            KeyStrategy::HashInput,
+            KeyStrategy::Explicit,
+            KeyStrategy::Uuid,
+            KeyStrategy::None,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
     }
 }
 
@@ -75,6 +80,10 @@ impl RetryBehavior {
         .find(|s| s.name() == name)
     }
 }
+
+/// The longest TTL or lease a policy may have: 100 years. Longer spans would overflow the
+/// millisecond timestamps every store keeps.
+pub const MAX_SPAN: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// An idempotency policy: how keys are made and what repeats get.
 ///
@@ -151,6 +160,15 @@ impl Policy {
             return Err(Error::config(format!(
                 "ttlSeconds must be > 0 on `{tool}`; it was 0. Use strategy NONE for no protection"
             )));
+        }
+        for (field, value) in [("ttlSeconds", self.ttl), ("leaseSeconds", self.lease)] {
+            if value > MAX_SPAN {
+                return Err(Error::config(format!(
+                    "{field} must be at most {} s (100 years) on `{tool}`; it was {} s",
+                    MAX_SPAN.as_secs(),
+                    value.as_secs()
+                )));
+            }
         }
         if self.lease.is_zero() {
             return Err(Error::config(format!(
@@ -276,7 +294,19 @@ mod tests {
     fn zero_ttl_is_refused_naming_tool_and_field() {
         let err = Tool::new("send_email", Policy::default().with_ttl(Duration::ZERO)).unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::Configuration);
-        assert!(err.to_string().contains("ttlSeconds must be > 0 on `send_email`"));
+        assert!(err
+            .to_string()
+            .contains("ttlSeconds must be > 0 on `send_email`"));
+    }
+
+    #[test]
+    fn a_ttl_or_lease_beyond_100_years_is_refused() {
+        let huge = Duration::from_secs(10_000_000_000_000_000);
+        let err = Tool::new("t", Policy::default().with_ttl(huge)).unwrap_err();
+        assert!(err.to_string().contains("ttlSeconds must be at most"), "{err}");
+        let err = Tool::new("t", Policy::default().with_lease(huge)).unwrap_err();
+        assert!(err.to_string().contains("leaseSeconds must be at most"), "{err}");
+        assert!(Tool::new("t", Policy::default().with_ttl(MAX_SPAN)).is_ok());
     }
 
     #[test]
@@ -288,8 +318,11 @@ mod tests {
     #[test]
     fn timeout_not_shorter_than_lease_is_refused() {
         let policy = Policy::default().with_lease(Duration::from_secs(2));
-        let err = Tool::with_timeout("t", policy.clone(), Some(Duration::from_secs(2))).unwrap_err();
-        assert!(err.to_string().contains("must be shorter than leaseSeconds"));
+        let err =
+            Tool::with_timeout("t", policy.clone(), Some(Duration::from_secs(2))).unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("must be shorter than leaseSeconds"));
         assert!(Tool::with_timeout("t", policy, Some(Duration::from_millis(1999))).is_ok());
     }
 
@@ -298,12 +331,19 @@ mod tests {
         let tool = Tool::new("book", Policy::default().with_key_arguments(["flight"])).unwrap();
         assert!(tool.check_parameters(&["flight", "seat"]).is_ok());
         let err = tool.check_parameters(&["flihgt"]).unwrap_err();
-        assert!(err.to_string().contains("`flight`, which is not a parameter"));
+        assert!(err
+            .to_string()
+            .contains("`flight`, which is not a parameter"));
     }
 
     #[test]
     fn names_round_trip() {
-        for s in [KeyStrategy::HashInput, KeyStrategy::Explicit, KeyStrategy::Uuid, KeyStrategy::None] {
+        for s in [
+            KeyStrategy::HashInput,
+            KeyStrategy::Explicit,
+            KeyStrategy::Uuid,
+            KeyStrategy::None,
+        ] {
             assert_eq!(KeyStrategy::from_name(s.name()), Some(s));
         }
         for b in [
