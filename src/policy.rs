@@ -303,9 +303,15 @@ mod tests {
     fn a_ttl_or_lease_beyond_100_years_is_refused() {
         let huge = Duration::from_secs(10_000_000_000_000_000);
         let err = Tool::new("t", Policy::default().with_ttl(huge)).unwrap_err();
-        assert!(err.to_string().contains("ttlSeconds must be at most"), "{err}");
+        assert!(
+            err.to_string().contains("ttlSeconds must be at most"),
+            "{err}"
+        );
         let err = Tool::new("t", Policy::default().with_lease(huge)).unwrap_err();
-        assert!(err.to_string().contains("leaseSeconds must be at most"), "{err}");
+        assert!(
+            err.to_string().contains("leaseSeconds must be at most"),
+            "{err}"
+        );
         assert!(Tool::new("t", Policy::default().with_ttl(MAX_SPAN)).is_ok());
     }
 
