@@ -6,12 +6,17 @@
 //!
 //! **Time**: *now* is `clock_timestamp()` truncated to the millisecond, read once per statement.
 //!
-//! **The claim** is one `INSERT ... ON CONFLICT DO UPDATE`: it inserts a fresh claim, or — on
-//! conflict — rewrites the row to the new claim when the old record is expired or is a failure
-//! being retried, and otherwise writes the row back unchanged. `DO UPDATE` locks the conflicting
-//! row and sees its latest committed version, so the statement always returns the row as it now
-//! stands, even when a concurrent claimer inserted it after this statement's snapshot (a
-//! `DO NOTHING` plus a `SELECT` in the same statement would not see such a row).
+//! **The claim** is one statement. It reads the current record and, only when there is none
+//! live or the claim takes it over (expired, or a remembered failure being retried), runs an
+//! `INSERT ... ON CONFLICT DO UPDATE ... WHERE <takeover>`; it answers with the row it wrote or
+//! else the row it read. A repeat of a remembered call is therefore a plain read — no row lock,
+//! no WAL — and concurrent repeats of one key do not queue behind each other. `DO UPDATE` locks
+//! the conflicting row and re-checks the takeover on its latest committed version, so two
+//! claimers never both win. What the statement cannot see is a row committed by a concurrent
+//! claimer after its snapshot began (a data-modifying CTE and its sibling `SELECT` share one
+//! snapshot): then it wrote nothing and read nothing live, and the claim simply sends the
+//! statement again, which sees that row. Only claimers racing for one key ever need the second
+//! statement.
 //!
 //! **Connections**: a few connections used round-robin (tokio-postgres pipelines the statements
 //! of concurrent callers on each), with every statement prepared once per connection, so a call
@@ -49,6 +54,8 @@ const CONNECTIONS: usize = 4;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long one statement may take before the call fails as store-unavailable.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a claim is sent again when racing claimers made its snapshot stale.
+const CLAIM_ATTEMPTS: usize = 8;
 /// Rows one `purge_expired` or `forget` statement deletes.
 const DELETE_BATCH: i64 = 1000;
 /// Leases and TTLs are capped at 100 years.
@@ -188,12 +195,14 @@ struct Sql {
 
 impl Sql {
     fn new(table: &str) -> Sql {
-        // A claim takes over the row when the old record is expired, or is a failure that this
-        // claim retries; `excluded.claimed_at` is this statement's now.
+        // The current record is read first (this statement's snapshot); the INSERT runs only
+        // when there is no live record, or one this claim takes over (expired, or a failure
+        // being retried), so a repeat of a remembered call is a plain read: no row lock, no
+        // WAL. The INSERT's `DO UPDATE ... WHERE` re-checks the takeover on the latest row
+        // version; when a concurrent claimer got there first it returns nothing and the
+        // snapshot's row is stale, which `claim` sees and answers by running the statement
+        // again (rare: only racing claimers of one key).
         let take = "(r.expires_at <= excluded.claimed_at OR ($8::boolean AND r.state = 'completed' AND r.outcome_kind = 'failure'))";
-        let set = |column: &str| {
-            format!("{column} = CASE WHEN {take} THEN excluded.{column} ELSE r.{column} END")
-        };
         let sets = [
             "format",
             "scope",
@@ -206,22 +215,36 @@ impl Sql {
             "outcome_kind",
             "outcome",
         ]
-        .map(set)
-        .join(",\n    ");
+        .map(|column| format!("{column} = excluded.{column}"))
+        .join(", ");
         let claim = format!(
             "WITH {NOW_CTE},
+cur AS MATERIALIZED (
+  SELECT * FROM {table} AS c
+  WHERE c.tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END) AND c.key = $2::text
+),
+held AS MATERIALIZED (
+  SELECT EXISTS (
+    SELECT 1 FROM cur, now WHERE cur.expires_at > now.t
+      AND NOT ($8::boolean AND cur.state = 'completed' AND cur.outcome_kind = 'failure')
+  ) AS yes
+),
 claimed AS (
   INSERT INTO {table} AS r
     (tenant, key, format, scope, state, token, claimed_at, lease_end, ttl_ms, expires_at, outcome_kind, outcome)
   SELECT $1::text, $2::text, $3::integer, $4::text, 'in_progress', $5::text, now.t,
     now.t + $6::bigint * interval '1 millisecond', $7::bigint,
     now.t + ($6::bigint + $7::bigint) * interval '1 millisecond', NULL, NULL
-  FROM now
-  ON CONFLICT (tenant_key, key) DO UPDATE SET
-    {sets}
+  FROM now, held WHERE NOT held.yes
+  ON CONFLICT (tenant_key, key) DO UPDATE SET {sets}
+  WHERE {take}
   RETURNING r.*
 )
-SELECT {}, {} FROM claimed c, now",
+SELECT true, {}, {} FROM claimed c, now
+UNION ALL
+SELECT false, {}, {} FROM cur c, now WHERE NOT EXISTS (SELECT 1 FROM claimed)",
+            record_columns("c"),
+            ms("now.t"),
             record_columns("c"),
             ms("now.t"),
         );
@@ -594,43 +617,73 @@ impl Store for PostgresStore {
         let lease_ms = request.lease_ms.min(MAX_SPAN_MS) as i64;
         let ttl_ms = request.ttl_ms.min(MAX_SPAN_MS) as i64;
         let format = RECORD_FORMAT as i32;
-        let row = self
-            .run(true, |s| {
-                let (key, token) = (&key, &token);
-                async move {
-                    s.client
-                        .query_one(
-                            &s.statements.claim,
-                            &[
-                                &request.id.tenant,
-                                key,
-                                &format,
-                                &request.scope,
-                                token,
-                                &lease_ms,
-                                &ttl_ms,
-                                &request.retry_failure,
-                            ],
-                        )
-                        .await
+        for _ in 0..CLAIM_ATTEMPTS {
+            let rows = self
+                .run(true, |s| {
+                    let (key, token) = (&key, &token);
+                    async move {
+                        s.client
+                            .query(
+                                &s.statements.claim,
+                                &[
+                                    &request.id.tenant,
+                                    key,
+                                    &format,
+                                    &request.scope,
+                                    token,
+                                    &lease_ms,
+                                    &ttl_ms,
+                                    &request.retry_failure,
+                                ],
+                            )
+                            .await
+                    }
+                })
+                .await?;
+            let Some(row) = rows.first() else {
+                // Nothing written and nothing in the snapshot: a concurrent claimer inserted
+                // the record after this statement began. The next statement sees it.
+                continue;
+            };
+            let written: bool = row.try_get(0).map_err(corrupt)?;
+            let record = record_from_row(row, 1)?
+                .ok_or_else(|| StoreError::Corrupt("the claim returned an empty record".into()))?;
+            let now_ms: i64 = row.try_get(12).map_err(corrupt)?;
+            if written {
+                return Ok(ClaimReply {
+                    now_ms,
+                    claim: Claim::Acquired {
+                        lease_end: record.lease_end,
+                    },
+                });
+            }
+            let takeover = record.is_expired(now_ms)
+                || (request.retry_failure
+                    && record.state == RecordState::Completed
+                    && matches!(record.outcome, Some(Outcome::Failure(_))));
+            if takeover {
+                // The snapshot's record was free to take, but a concurrent claimer took it
+                // first (the INSERT's re-check said so): read it again.
+                continue;
+            }
+            let claim = if record.state == RecordState::InProgress && record.token == request.token
+            {
+                Claim::Acquired {
+                    lease_end: record.lease_end,
                 }
-            })
-            .await?;
-        let record = record_from_row(&row, 0)?
-            .ok_or_else(|| StoreError::Corrupt("the claim returned no record".into()))?;
-        let now_ms: i64 = row.try_get(11).map_err(corrupt)?;
-        let claim = if record.state == RecordState::InProgress && record.token == request.token {
-            Claim::Acquired {
-                lease_end: record.lease_end,
-            }
-        } else {
-            match record.status(now_ms) {
-                Status::Completed => Claim::Completed(record),
-                Status::InProgress => Claim::InProgress(record),
-                Status::Abandoned => Claim::Abandoned(record),
-            }
-        };
-        Ok(ClaimReply { now_ms, claim })
+            } else {
+                match record.status(now_ms) {
+                    Status::Completed => Claim::Completed(record),
+                    Status::InProgress => Claim::InProgress(record),
+                    Status::Abandoned => Claim::Abandoned(record),
+                }
+            };
+            return Ok(ClaimReply { now_ms, claim });
+        }
+        Err(StoreError::unavailable(format!(
+            "the record kept changing under {CLAIM_ATTEMPTS} claims in a row in {}; try again",
+            self.url
+        )))
     }
 
     async fn complete(
