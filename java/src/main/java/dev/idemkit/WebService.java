@@ -1,0 +1,51 @@
+package dev.idemkit;
+
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+/**
+ * Marks a method of a role class as a {@code WEB_SERVICE} action the {@link WebServiceExecutor}
+ * calls by name: an HTTP request built from the call's input. The method is a declaration and is
+ * never run: its parameters (named by {@link ToolParam} or, compiled with {@code -parameters}, by
+ * themselves) are the input members the action accepts, and its declared return type is what the
+ * response body is read as ({@code String}: the raw body; {@code void}/{@code Void}: nothing;
+ * anything else: JSON read by Jackson, generics included).
+ *
+ * <p>The policy is the method's {@link Idempotent}, else its class's (a method's replaces the
+ * class's entirely); with neither, the action has strategy {@link KeyStrategy#NONE}. The action's
+ * name is the scope of its keys, as a tool's is: a tool and an action of one name on one store
+ * share records.
+ */
+@Documented
+@Retention(RetentionPolicy.RUNTIME)
+@Target(ElementType.METHOD)
+public @interface WebService {
+    /**
+     * The URL: absolute ({@code https://api.example.com/v1/charges}), or a path
+     * ({@code /v1/charges}) resolved against the executor's {@code baseUri}. {@code {name}}
+     * placeholders are filled from the parameters of those names, percent-encoded as one path
+     * segment each.
+     */
+    String endpoint();
+
+    /** The HTTP method. */
+    HttpMethod method() default HttpMethod.POST;
+
+    /** Where the parameters go (placeholders always fill the path). */
+    ParamType paramType() default ParamType.BODY;
+
+    /**
+     * One deadline in milliseconds for the store lookup, any waiting and the HTTP exchange (its
+     * transport retries included); 0 = none. Must be shorter than {@code leaseSeconds * 1000}.
+     */
+    long timeoutMs() default 0;
+
+    /** The action's name, which is also the scope of its keys; defaults to the method name. */
+    String name() default "";
+
+    /** What the action does (for a model's tool list). */
+    String description() default "";
+}
