@@ -17,7 +17,7 @@ use std::str::FromStr;
 pub use number::{Number, MAX_EXPONENT, MAX_NUMBER_LITERAL_LEN};
 pub use value::{CanonicalObject, CanonicalValue};
 
-use parse::Node;
+use parse::{Tape, Token};
 use sink::{HashSink, Sink};
 use text::{cmp_utf16, nfc, write_nfc_str};
 
@@ -130,7 +130,9 @@ impl Problem {
                 detail,
             },
             Problem::Duplicate { name } => KeyError::DuplicateMember { path, name },
-            Problem::LoneSurrogate { offset, code } => KeyError::LoneSurrogate { path, offset, code },
+            Problem::LoneSurrogate { offset, code } => {
+                KeyError::LoneSurrogate { path, offset, code }
+            }
             Problem::NonFinite { value } => KeyError::NonFinite {
                 path,
                 value: value.to_owned(),
@@ -318,9 +320,11 @@ impl FromStr for Key {
         let mut bytes = [0u8; 32];
         for (i, pair) in s.as_bytes().chunks_exact(2).enumerate() {
             let nibble = |j: usize| {
-                (pair[j] as char).to_digit(16).ok_or_else(|| KeyError::MalformedKey {
-                    detail: format!("position {} is not a hex digit", 2 * i + j + 1),
-                })
+                (pair[j] as char)
+                    .to_digit(16)
+                    .ok_or_else(|| KeyError::MalformedKey {
+                        detail: format!("position {} is not a hex digit", 2 * i + j + 1),
+                    })
             };
             bytes[i] = (nibble(0)? << 4 | nibble(1)?) as u8;
         }
@@ -391,12 +395,11 @@ fn write_material<S: Sink>(
     key_arguments: &[String],
     out: &mut S,
 ) -> Result<(), KeyError> {
-    // Parse JSON text before writing anything: the tree borrows from the text.
-    let tree = match input {
-        KeyInput::Json(json) => Some(parse::parse(json).map_err(|f| f.into_error("input"))?),
-        KeyInput::Explicit(key) if is_blank(key) => return Err(KeyError::BlankExplicitKey),
-        _ => None,
-    };
+    if let KeyInput::Explicit(key) = input {
+        if is_blank(key) {
+            return Err(KeyError::BlankExplicitKey);
+        }
+    }
     out.put(b"[\"");
     out.put(KEY_SPEC_VERSION.as_bytes());
     out.put(b"\",");
@@ -410,10 +413,10 @@ fn write_material<S: Sink>(
             out.put(b",\"explicit\",");
             write_nfc_str(key, out);
         }
-        KeyInput::Json(_) => {
+        KeyInput::Json(json) => {
+            let tape = parse::parse(json).map_err(|f| f.into_error("input"))?;
             out.put(b",\"input\",");
-            let tree = tree.as_ref().expect("JSON input was parsed above");
-            write_tree_data(tree, key_arguments, out)?;
+            write_tree_data(&tape, key_arguments, out)?;
         }
         KeyInput::Value(v) => {
             out.put(b",\"input\",");
@@ -428,18 +431,30 @@ fn write_material<S: Sink>(
     Ok(())
 }
 
-/// The positions in `members` (sorted by NFC name) of the members `key_arguments` name.
-fn select<T>(
-    members: &[T],
-    name_of: impl Fn(&T) -> &str,
+/// The positions, among `count` members sorted by NFC name, of those `key_arguments` name.
+fn select<'n>(
+    count: usize,
+    name_at: impl Fn(usize) -> &'n str,
     key_arguments: &[String],
 ) -> Result<Vec<usize>, KeyError> {
     let mut picked = Vec::with_capacity(key_arguments.len());
     for argument in key_arguments {
         let wanted = nfc(argument);
-        match members.binary_search_by(|m| cmp_utf16(name_of(m), &wanted)) {
-            Ok(i) => picked.push(i),
-            Err(_) => {
+        let (mut low, mut high) = (0, count);
+        let found = loop {
+            if low >= high {
+                break None;
+            }
+            let middle = low + (high - low) / 2;
+            match cmp_utf16(name_at(middle), &wanted) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => break Some(middle),
+            }
+        };
+        match found {
+            Some(i) => picked.push(i),
+            None => {
                 return Err(KeyError::MissingKeyArgument {
                     name: wanted.into_owned(),
                 })
@@ -452,28 +467,32 @@ fn select<T>(
 }
 
 fn write_tree_data<S: Sink>(
-    tree: &Node<'_>,
+    tape: &Tape<'_>,
     key_arguments: &[String],
     out: &mut S,
 ) -> Result<(), KeyError> {
     if key_arguments.is_empty() {
-        parse::write_node(tree, out);
+        tape.write(out);
         return Ok(());
     }
-    let Node::Object(members) = tree else {
-        let found = match tree {
-            Node::Null => "null",
-            Node::Bool(_) => "a boolean",
-            Node::Number(_) => "a number",
-            Node::String(_) => "a string",
-            _ => "an array",
-        };
-        return Err(KeyError::KeyArgumentsNeedObject {
-            found: found.to_owned(),
-        });
+    let (first, count) = match tape.root() {
+        Token::Object { first, count, .. } => (first, count),
+        other => {
+            let found = match other {
+                Token::Null => "null",
+                Token::True | Token::False => "a boolean",
+                Token::Number { .. } | Token::Integer { .. } => "a number",
+                Token::Array { .. } => "an array",
+                _ => "a string",
+            };
+            return Err(KeyError::KeyArgumentsNeedObject {
+                found: found.to_owned(),
+            });
+        }
     };
-    let picked = select(members, |m| &m.name, key_arguments)?;
-    parse::write_members(picked.into_iter().map(|i| &members[i]), out);
+    let names: Vec<usize> = tape.sorted_names(first, count).collect();
+    let picked = select(names.len(), |i| tape.string(names[i]), key_arguments)?;
+    tape.write_members(picked.into_iter().map(|i| names[i]), out);
     Ok(())
 }
 
@@ -500,7 +519,7 @@ fn write_json_data<S: Sink>(
         });
     };
     let members = value::sorted_json_members(map).map_err(at_input)?;
-    let picked = select(&members, |m| &m.0, key_arguments)?;
+    let picked = select(members.len(), |i| &members[i].0, key_arguments)?;
     let chosen = picked
         .into_iter()
         .map(|i| (members[i].0.as_ref(), members[i].1));
@@ -521,7 +540,7 @@ fn write_canonical_data<S: Sink>(
             });
         };
         let members: Vec<(&str, &CanonicalValue)> = object.iter().collect();
-        let picked = select(&members, |m| m.0, key_arguments)?;
+        let picked = select(members.len(), |i| members[i].0, key_arguments)?;
         value::write_canonical_members(picked.into_iter().map(|i| members[i]), 1, out)
     };
     written.map_err(|f| f.into_error("input"))

@@ -65,7 +65,10 @@ pub(super) fn scan_literal(bytes: &[u8], start: usize) -> Result<(Decimal<'_>, u
             i += 1;
         }
         if i == frac_start {
-            return Err(Problem::syntax(i, "expected a digit after the decimal point"));
+            return Err(Problem::syntax(
+                i,
+                "expected a digit after the decimal point",
+            ));
         }
         frac = &bytes[frac_start..i];
     }
@@ -285,7 +288,7 @@ fn shortest<F: BinaryFloat>(x: F) -> Number {
         return std_choice;
     };
     // A tie between two k-digit candidates means the exact value has k + 1 digits, the last a 5.
-    let exact_digits = midpoint.to_string().len();
+    let exact_digits = midpoint.ilog10() as usize + 1;
     if exact_digits != std_choice.digits.len() + 1 {
         return std_choice;
     }
@@ -503,7 +506,10 @@ mod tests {
 
     #[test]
     fn exponent_layout_from_22_integer_digits() {
-        assert_eq!(layout("1234567890123456789012"), "1.234567890123456789012e+21");
+        assert_eq!(
+            layout("1234567890123456789012"),
+            "1.234567890123456789012e+21"
+        );
         assert_eq!(layout("1e21"), "1e+21");
         assert_eq!(layout("1000000000000000000000"), "1e+21");
     }
@@ -593,7 +599,10 @@ mod tests {
         assert_eq!(Number::try_from(0.1f64).unwrap().to_string(), "0.1");
         assert_eq!(Number::try_from(1e23f64).unwrap().to_string(), "1e+23");
         assert_eq!(Number::try_from(0.1f32).unwrap().to_string(), "0.1");
-        assert_eq!(Number::try_from(f32::MAX).unwrap().to_string(), "3.4028235e+38");
+        assert_eq!(
+            Number::try_from(f32::MAX).unwrap().to_string(),
+            "3.4028235e+38"
+        );
         assert_eq!(Number::try_from(5e-324f64).unwrap().to_string(), "5e-324");
         assert_eq!(Number::try_from(2.0f64).unwrap(), Number::from(2i64));
         assert_eq!(Number::try_from(-0.1f64).unwrap().to_string(), "-0.1");
@@ -605,8 +614,14 @@ mod tests {
     fn native_float_ties_go_to_the_even_digit() {
         // 1658206780088562.25 lies exactly between two shortest candidates.
         let x = f64::from_bits(0x4317_9085_685d_83c9);
-        assert_eq!(Number::try_from(x).unwrap().to_string(), "1658206780088562.2");
-        assert_eq!(Number::try_from(-x).unwrap().to_string(), "-1658206780088562.2");
+        assert_eq!(
+            Number::try_from(x).unwrap().to_string(),
+            "1658206780088562.2"
+        );
+        assert_eq!(
+            Number::try_from(-x).unwrap().to_string(),
+            "-1658206780088562.2"
+        );
         // 4079545.25 as a binary32.
         let y = f32::from_bits(0x4a78_fee5);
         assert_eq!(Number::try_from(y).unwrap().to_string(), "4079545.2");

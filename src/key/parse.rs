@@ -1,44 +1,100 @@
-//! A strict, single-pass JSON parser that builds a borrowed tree already in canonical shape.
+//! A strict, single-pass JSON parser that records the value as a flat tape already in
+//! canonical shape.
 //!
 //! Strings are unescaped and NFC-normalised (borrowed from the input when that changes
-//! nothing), numbers keep their exact decimal value, and every object's members are sorted
-//! in UTF-16 order and checked for duplicates as soon as the object closes.
+//! nothing), numbers keep their literal (read exactly when written), and every object's
+//! members are sorted in UTF-16 order and checked for duplicates as soon as it closes. The
+//! tape is one vector of small tokens plus one text arena, so parsing allocates a few
+//! times per input rather than once per container or string.
 
 use std::borrow::Cow;
 
-use super::number::{self, Decimal};
+use super::number;
 use super::sink::Sink;
-use super::text::{cmp_utf16, nfc_non_ascii, nfc_owned, write_str, NEEDS_ESCAPE};
-use super::{Fallible, Failure, Problem, MAX_DEPTH};
+use super::text::{cmp_utf16, cmp_utf16_bytes, nfc, nfc_non_ascii, write_str, NEEDS_ESCAPE};
+use super::{Failure, Fallible, Problem, MAX_DEPTH};
 
-/// A JSON value in canonical shape, borrowing from the text it was read from.
-pub(super) enum Node<'a> {
+/// One token of a [`Tape`]. Values appear in document order; an object's sorted member
+/// list follows its last member.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Token {
     Null,
-    Bool(bool),
-    Number(Decimal<'a>),
-    String(Cow<'a, str>),
-    Array(Vec<Node<'a>>),
-    /// Sorted by name in UTF-16 order, names unique.
-    Object(Vec<Member<'a>>),
+    True,
+    False,
+    /// A number literal, `text[start..end]`, already checked against the grammar and limits.
+    Number {
+        start: u32,
+        end: u32,
+    },
+    /// An integer literal that is already canonical (up to 21 digits, not `-0`).
+    Integer {
+        start: u32,
+        end: u32,
+    },
+    /// A string borrowed from the input, `text[start..end]`: in NFC, and free of quotes,
+    /// backslashes and controls, so it is written without escaping.
+    Plain {
+        start: u32,
+        end: u32,
+    },
+    /// A string that was unescaped or normalised: `arena[start..end]`.
+    Owned {
+        start: u32,
+        end: u32,
+    },
+    /// An array whose elements follow, up to token `end` (exclusive).
+    Array {
+        end: u32,
+    },
+    /// An object whose members (a name token, then the value's tokens) follow, then
+    /// `count` [`Token::Member`]s from token `first` in canonical order; all up to token `end`.
+    Object {
+        end: u32,
+        first: u32,
+        count: u32,
+    },
+    /// In an object's sorted member list: the index of a member's name token.
+    Member {
+        name: u32,
+    },
 }
 
-pub(super) struct Member<'a> {
-    pub name: Cow<'a, str>,
-    pub value: Node<'a>,
+/// A parsed JSON value: its tokens, and the text they point into.
+pub(super) struct Tape<'a> {
+    text: &'a str,
+    tokens: Vec<Token>,
+    /// Strings that were unescaped or normalised, end to end.
+    arena: String,
 }
+
+/// The longest text accepted: positions in the text and the arena must fit in 31 bits,
+/// and NFC may triple a string's length.
+const MAX_TEXT_LEN: usize = 1 << 29;
 
 /// Parses `text` as exactly one strict JSON value (RFC 8259) within SPEC §2's limits.
-pub(super) fn parse(text: &str) -> Fallible<Node<'_>> {
+pub(super) fn parse(text: &str) -> Fallible<Tape<'_>> {
+    if text.len() > MAX_TEXT_LEN {
+        return Err(Failure::new(Problem::syntax(
+            0,
+            "the text is longer than 512 MiB",
+        )));
+    }
     let mut parser = Parser {
         text,
         bytes: text.as_bytes(),
         pos: 0,
+        tape: Tape {
+            text,
+            tokens: Vec::with_capacity(text.len() / 4 + 8),
+            arena: String::new(),
+        },
+        pending: Vec::with_capacity(16),
     };
     parser.skip_ws();
     if parser.pos == parser.bytes.len() {
         return Err(Failure::new(Problem::syntax(0, "the text is empty")));
     }
-    let node = parser.value(0)?;
+    parser.value(0)?;
     parser.skip_ws();
     if parser.pos != parser.bytes.len() {
         return Err(Failure::new(Problem::syntax(
@@ -46,7 +102,7 @@ pub(super) fn parse(text: &str) -> Fallible<Node<'_>> {
             "unexpected text after the JSON value",
         )));
     }
-    Ok(node)
+    Ok(parser.tape)
 }
 
 /// Sorts members by name in UTF-16 order and refuses two with the same name.
@@ -55,7 +111,10 @@ pub(super) fn sort_members<T>(members: &mut [T], name: impl Fn(&T) -> &str) -> R
         return Ok(());
     }
     members.sort_unstable_by(|a, b| cmp_utf16(name(a), name(b)));
-    match members.windows(2).find(|pair| name(&pair[0]) == name(&pair[1])) {
+    match members
+        .windows(2)
+        .find(|pair| name(&pair[0]) == name(&pair[1]))
+    {
         Some(pair) => Err(Problem::Duplicate {
             name: name(&pair[0]).to_owned(),
         }),
@@ -72,10 +131,191 @@ pub(super) fn enter(depth: usize) -> Fallible<usize> {
     }
 }
 
+impl<'a> Tape<'a> {
+    /// The root token.
+    pub(super) fn root(&self) -> Token {
+        self.tokens[0]
+    }
+
+    /// Token `at`.
+    pub(super) fn token(&self, at: usize) -> Token {
+        self.tokens[at]
+    }
+
+    /// The text of the string at token `at`.
+    pub(super) fn string(&self, at: usize) -> &str {
+        match self.tokens[at] {
+            Token::Plain { start, end } => &self.text[start as usize..end as usize],
+            Token::Owned { start, end } => &self.arena[start as usize..end as usize],
+            _ => "",
+        }
+    }
+
+    /// The exact value of the number literal `text[start..end]`.
+    pub(super) fn number(&self, start: u32, end: u32) -> number::Decimal<'a> {
+        let bytes = &self.text.as_bytes()[..end as usize];
+        let (decimal, _) =
+            number::scan_literal(bytes, start as usize).expect("the parser checked this literal");
+        decimal
+    }
+
+    /// The name tokens of an object's members, in canonical order.
+    pub(super) fn sorted_names(
+        &self,
+        first: u32,
+        count: u32,
+    ) -> impl ExactSizeIterator<Item = usize> + '_ {
+        self.tokens[first as usize..(first + count) as usize]
+            .iter()
+            .map(|token| match token {
+                Token::Member { name } => *name as usize,
+                _ => unreachable!("an object's member list holds member tokens"),
+            })
+    }
+
+    /// Writes the whole value as canonical JSON.
+    pub(super) fn write<S: Sink>(&self, out: &mut S) {
+        self.write_at(0, out);
+    }
+
+    /// Writes an object of the members whose name tokens are `names` (in canonical order).
+    pub(super) fn write_members<S: Sink>(&self, names: impl Iterator<Item = usize>, out: &mut S) {
+        out.put(b"{");
+        for (n, name) in names.enumerate() {
+            if n > 0 {
+                out.put(b",");
+            }
+            self.write_string(self.tokens[name], out);
+            out.put(b":");
+            self.write_at(name + 1, out);
+        }
+        out.put(b"}");
+    }
+
+    /// Writes the value starting at token `at`, returning the index of the token after it.
+    fn write_at<S: Sink>(&self, at: usize, out: &mut S) -> usize {
+        let token = self.tokens[at];
+        match token {
+            Token::Null => out.put(b"null"),
+            Token::True => out.put(b"true"),
+            Token::False => out.put(b"false"),
+            Token::Number { start, end } => number::write_decimal(self.number(start, end), out),
+            Token::Integer { start, end } => {
+                out.put(&self.text.as_bytes()[start as usize..end as usize])
+            }
+            Token::Plain { .. } | Token::Owned { .. } => self.write_string(token, out),
+            Token::Array { end } => {
+                out.put(b"[");
+                let mut next = at + 1;
+                while next < end as usize {
+                    if next > at + 1 {
+                        out.put(b",");
+                    }
+                    next = self.write_at(next, out);
+                }
+                out.put(b"]");
+                return end as usize;
+            }
+            Token::Object { end, first, count } => {
+                self.write_members(self.sorted_names(first, count), out);
+                return end as usize;
+            }
+            Token::Member { .. } => unreachable!("member lists are not values"),
+        }
+        at + 1
+    }
+
+    #[inline]
+    fn write_string<S: Sink>(&self, token: Token, out: &mut S) {
+        match token {
+            Token::Plain { start, end } => {
+                out.put_quoted(&self.text.as_bytes()[start as usize..end as usize])
+            }
+            Token::Owned { start, end } => {
+                write_str(&self.arena[start as usize..end as usize], out)
+            }
+            _ => unreachable!("a string token"),
+        }
+    }
+}
+
+/// Where a parsed string's text is: `text[start..end]`, or `arena[start..end]`.
+///
+/// Packed into one word (start, end, and the arena flag in the top bit) so that it moves
+/// through registers and spills as a whole.
+#[derive(Clone, Copy)]
+struct Span(u64);
+
+const IN_ARENA: u64 = 1 << 63;
+
+impl Span {
+    fn new(start: usize, end: usize, in_arena: bool) -> Span {
+        // Positions are below MAX_TEXT_LEN × 3 < 2^31.
+        let flag = if in_arena { IN_ARENA } else { 0 };
+        Span(start as u64 | (end as u64) << 32 | flag)
+    }
+
+    fn start(self) -> usize {
+        (self.0 & 0xFFFF_FFFF) as usize
+    }
+
+    fn end(self) -> usize {
+        ((self.0 & !IN_ARENA) >> 32) as usize
+    }
+
+    fn in_arena(self) -> bool {
+        self.0 & IN_ARENA != 0
+    }
+
+    fn token(self) -> Token {
+        let (start, end) = (self.start() as u32, self.end() as u32);
+        if self.in_arena() {
+            Token::Owned { start, end }
+        } else {
+            Token::Plain { start, end }
+        }
+    }
+}
+
+/// A member name waiting for its object to close: where its text is, its token, and a
+/// sort key that orders most names without looking at their text again.
+#[derive(Clone, Copy)]
+struct PendingName {
+    prefix: u64,
+    span: Span,
+    token: u32,
+}
+
+/// The first eight bytes of `name`, zero-padded, as a big-endian number whose order is the
+/// UTF-16 order of names that differ within them.
+///
+/// Comparing UTF-8 bytes gives code point order; UTF-16 order differs only where a lead
+/// byte EE/EF (U+E000–U+FFFF) meets F0–F4 (supplementary characters, surrogates in UTF-16).
+/// Moving EE/EF above F0–F4 fixes that; such bytes never appear inside a character.
+/// Equal keys say nothing (one name may be a zero-padded prefix of the other).
+#[inline]
+fn prefix_key(name: &[u8]) -> u64 {
+    let head = &name[..name.len().min(8)];
+    let mut key = 0u64;
+    for &b in head {
+        let b = match b {
+            0xEE | 0xEF => b + 5,
+            0xF0..=0xF4 => b - 2,
+            other => other,
+        };
+        key = key << 8 | u64::from(b);
+    }
+    // Left-align: a shorter name's missing bytes count as zeros.
+    key.checked_shl(8 * (8 - head.len() as u32)).unwrap_or(0)
+}
+
 struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
     pos: usize,
+    tape: Tape<'a>,
+    /// Names of the members of the objects being parsed, innermost object's last.
+    pending: Vec<PendingName>,
 }
 
 impl<'a> Parser<'a> {
@@ -95,23 +335,48 @@ impl<'a> Parser<'a> {
         Err(Failure::new(Problem::syntax(at, detail)))
     }
 
+    #[inline]
+    fn push(&mut self, token: Token) {
+        self.tape.tokens.push(token);
+    }
+
+    /// The index the next token will get (tokens are fewer than the text's bytes).
+    #[inline]
+    fn next_index(&self) -> u32 {
+        self.tape.tokens.len() as u32
+    }
+
     /// Parses the value at `pos` (whitespace already skipped), inside `depth` containers.
-    fn value(&mut self, depth: usize) -> Fallible<Node<'a>> {
+    fn value(&mut self, depth: usize) -> Fallible<()> {
         match self.peek() {
             Some(b'{') => self.object(enter(depth)?),
             Some(b'[') => self.array(enter(depth)?),
-            Some(b'"') => Ok(Node::String(self.string()?)),
-            Some(b't') => self.literal("true", Node::Bool(true)),
-            Some(b'f') => self.literal("false", Node::Bool(false)),
-            Some(b'n') => self.literal("null", Node::Null),
+            Some(b'"') => {
+                let span = self.string()?;
+                self.push(span.token());
+                Ok(())
+            }
+            Some(b't') => self.literal("true", Token::True),
+            Some(b'f') => self.literal("false", Token::False),
+            Some(b'n') => self.literal("null", Token::Null),
             Some(b'-' | b'0'..=b'9') => {
                 if self.bytes[self.pos..].starts_with(b"-Infinity") {
                     return Err(Failure::new(Problem::NonFinite { value: "-Infinity" }));
                 }
-                let (decimal, end) =
-                    number::scan_literal(self.bytes, self.pos).map_err(Failure::new)?;
-                self.pos = end;
-                Ok(Node::Number(decimal))
+                let start = self.pos;
+                let token = match plain_integer_end(self.bytes, start) {
+                    Some(end) => Token::Integer {
+                        start: start as u32,
+                        end: end as u32,
+                    },
+                    None => self.general_number()?,
+                };
+                self.pos = match token {
+                    Token::Integer { end, .. } | Token::Number { end, .. } => end as usize,
+                    _ => unreachable!("number tokens"),
+                };
+                self.push(token);
+                Ok(())
             }
             Some(b'N') if self.bytes[self.pos..].starts_with(b"NaN") => {
                 Err(Failure::new(Problem::NonFinite { value: "NaN" }))
@@ -124,114 +389,183 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn literal(&mut self, word: &str, node: Node<'a>) -> Fallible<Node<'a>> {
+    /// Reads any number literal at `pos` (the general case of [`plain_integer_end`]).
+    #[inline(never)]
+    fn general_number(&self) -> Fallible<Token> {
+        let (_, end) = number::scan_literal(self.bytes, self.pos).map_err(Failure::new)?;
+        Ok(Token::Number {
+            start: self.pos as u32,
+            end: end as u32,
+        })
+    }
+
+    fn literal(&mut self, word: &str, token: Token) -> Fallible<()> {
         if self.bytes[self.pos..].starts_with(word.as_bytes()) {
             self.pos += word.len();
-            Ok(node)
+            self.push(token);
+            Ok(())
         } else {
-            self.fail(self.pos, "expected a JSON value (true, false and null are lowercase)")
+            self.fail(
+                self.pos,
+                "expected a JSON value (true, false and null are lowercase)",
+            )
         }
     }
 
-    fn array(&mut self, depth: usize) -> Fallible<Node<'a>> {
+    fn array(&mut self, depth: usize) -> Fallible<()> {
         self.pos += 1;
-        let mut items = Vec::new();
+        let at = self.tape.tokens.len();
+        self.push(Token::Array { end: 0 });
         self.skip_ws();
         if self.peek() == Some(b']') {
             self.pos += 1;
-            return Ok(Node::Array(items));
-        }
-        loop {
-            self.skip_ws();
-            let item = self
-                .value(depth)
-                .map_err(|f| f.at_index(items.len()))?;
-            items.push(item);
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b']') => {
-                    self.pos += 1;
-                    return Ok(Node::Array(items));
+        } else {
+            let mut index = 0;
+            loop {
+                self.skip_ws();
+                self.value(depth).map_err(|f| f.at_index(index))?;
+                index += 1;
+                self.skip_ws();
+                match self.peek() {
+                    Some(b',') => self.pos += 1,
+                    Some(b']') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return self.fail(self.pos, "expected `,` or `]` after an array element"),
                 }
-                _ => return self.fail(self.pos, "expected `,` or `]` after an array element"),
             }
         }
+        self.tape.tokens[at] = Token::Array {
+            end: self.next_index(),
+        };
+        Ok(())
     }
 
-    fn object(&mut self, depth: usize) -> Fallible<Node<'a>> {
+    fn object(&mut self, depth: usize) -> Fallible<()> {
         self.pos += 1;
-        let mut members: Vec<Member<'a>> = Vec::new();
+        let at = self.tape.tokens.len();
+        self.push(Token::Object {
+            end: 0,
+            first: 0,
+            count: 0,
+        });
+        let mark = self.pending.len();
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
-            return Ok(Node::Object(members));
-        }
-        loop {
-            self.skip_ws();
-            if self.peek() != Some(b'"') {
-                return self.fail(self.pos, "expected a member name in double quotes");
-            }
-            let name = self.string()?;
-            self.skip_ws();
-            if self.peek() != Some(b':') {
-                return self.fail(self.pos, "expected `:` after a member name");
-            }
-            self.pos += 1;
-            self.skip_ws();
-            let value = match self.value(depth) {
-                Ok(value) => value,
-                Err(f) => return Err(f.at_member(&name)),
-            };
-            members.push(Member { name, value });
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    break;
+        } else {
+            loop {
+                self.skip_ws();
+                if self.peek() != Some(b'"') {
+                    return self.fail(self.pos, "expected a member name in double quotes");
                 }
-                _ => return self.fail(self.pos, "expected `,` or `}` after an object member"),
+                let token = self.next_index();
+                let span = self.string()?;
+                self.push(span.token());
+                let source = if span.in_arena() {
+                    self.tape.arena.as_bytes()
+                } else {
+                    self.bytes
+                };
+                self.pending.push(PendingName {
+                    prefix: prefix_key(&source[span.start()..span.end()]),
+                    span,
+                    token,
+                });
+                self.skip_ws();
+                if self.peek() != Some(b':') {
+                    return self.fail(self.pos, "expected `:` after a member name");
+                }
+                self.pos += 1;
+                self.skip_ws();
+                if let Err(f) = self.value(depth) {
+                    return Err(f.at_member(self.tape.string(token as usize)));
+                }
+                self.skip_ws();
+                match self.peek() {
+                    Some(b',') => self.pos += 1,
+                    Some(b'}') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return self.fail(self.pos, "expected `,` or `}` after an object member"),
+                }
             }
         }
-        sort_members(&mut members, |m| &m.name).map_err(Failure::new)?;
-        Ok(Node::Object(members))
+        self.close_object(at, mark)
     }
 
-    /// Reads the string whose opening quote is at `pos`, unescaped and in NFC.
-    fn string(&mut self) -> Fallible<Cow<'a, str>> {
+    /// Sorts the object's members, refuses duplicates, and appends its member list.
+    fn close_object(&mut self, at: usize, mark: usize) -> Fallible<()> {
+        let (text, arena) = (self.text.as_bytes(), self.tape.arena.as_bytes());
+        let name = |p: &PendingName| {
+            let source = if p.span.in_arena() { arena } else { text };
+            &source[p.span.start()..p.span.end()]
+        };
+        let members = &mut self.pending[mark..];
+        if members.len() > 1 {
+            members.sort_unstable_by(|a, b| {
+                a.prefix
+                    .cmp(&b.prefix)
+                    .then_with(|| cmp_utf16_bytes(name(a), name(b)))
+            });
+            if let Some(pair) = members
+                .windows(2)
+                .find(|pair| name(&pair[0]) == name(&pair[1]))
+            {
+                let duplicate = String::from_utf8_lossy(name(&pair[0])).into_owned();
+                return Err(Failure::new(Problem::Duplicate { name: duplicate }));
+            }
+        }
+        let tokens = &mut self.tape.tokens;
+        let first = tokens.len() as u32;
+        let count = members.len() as u32;
+        tokens.extend(members.iter().map(|p| Token::Member { name: p.token }));
+        tokens[at] = Token::Object {
+            end: tokens.len() as u32,
+            first,
+            count,
+        };
+        self.pending.truncate(mark);
+        Ok(())
+    }
+
+    /// Reads the string whose opening quote is at `pos`, unescaped and in NFC, and returns
+    /// where it is: one without escapes that NFC leaves alone is borrowed from the input.
+    #[inline(always)]
+    fn string(&mut self) -> Fallible<Span> {
         let start = self.pos + 1;
-        let mut i = start;
-        let mut seen = 0u8;
-        loop {
-            let Some(&b) = self.bytes.get(i) else {
-                return self.fail(start - 1, "the string is never closed");
-            };
-            if !NEEDS_ESCAPE[b as usize] {
-                seen |= b;
-                i += 1;
-                continue;
-            }
-            match b {
-                b'"' => {
-                    self.pos = i + 1;
-                    let s = &self.text[start..i];
-                    return Ok(if seen < 0x80 {
-                        Cow::Borrowed(s)
-                    } else {
-                        nfc_non_ascii(s)
-                    });
+        let (i, non_ascii) = scan_plain(self.bytes, start);
+        match self.bytes.get(i) {
+            Some(b'"') => {
+                self.pos = i + 1;
+                if non_ascii {
+                    if let Cow::Owned(normalised) = nfc_non_ascii(&self.text[start..i]) {
+                        return Ok(self.store_in_arena(&normalised));
+                    }
                 }
-                b'\\' => return self.escaped_string(start, i).map(Cow::Owned),
-                _ => return self.fail(i, "a control character in a string must be escaped"),
+                Ok(Span::new(start, i, false))
             }
+            Some(b'\\') => self.escaped_string(start, i),
+            Some(_) => self.fail(i, "a control character in a string must be escaped"),
+            None => self.fail(start - 1, "the string is never closed"),
         }
     }
 
-    /// The slow path of [`Parser::string`]: from the first backslash at `i` on.
-    fn escaped_string(&mut self, start: usize, mut i: usize) -> Fallible<String> {
-        let mut out = String::with_capacity(i - start + 16);
-        out.push_str(&self.text[start..i]);
+    /// Appends `s` to the arena, returning where it is.
+    fn store_in_arena(&mut self, s: &str) -> Span {
+        let start = self.tape.arena.len();
+        self.tape.arena.push_str(s);
+        Span::new(start, self.tape.arena.len(), true)
+    }
+
+    /// The slow path of [`Parser::string`], from the first backslash at `i` on: unescapes
+    /// into the arena, then normalises there.
+    fn escaped_string(&mut self, start: usize, mut i: usize) -> Fallible<Span> {
+        let text = self.text;
+        let begin = self.tape.arena.len();
+        self.tape.arena.push_str(&text[start..i]);
         loop {
             let Some(&b) = self.bytes.get(i) else {
                 return self.fail(start - 1, "the string is never closed");
@@ -239,7 +573,7 @@ impl<'a> Parser<'a> {
             match b {
                 b'"' => {
                     self.pos = i + 1;
-                    return Ok(nfc_owned(out));
+                    break;
                 }
                 b'\\' => {
                     let escaped = match self.bytes.get(i + 1) {
@@ -253,27 +587,30 @@ impl<'a> Parser<'a> {
                         Some(b't') => '\t',
                         Some(b'u') => {
                             let (c, end) = self.unicode_escape(i)?;
-                            out.push(c);
+                            self.tape.arena.push(c);
                             i = end;
                             continue;
                         }
                         _ => return self.fail(i, "unknown escape sequence"),
                     };
-                    out.push(escaped);
+                    self.tape.arena.push(escaped);
                     i += 2;
                 }
                 0x00..=0x1F => {
                     return self.fail(i, "a control character in a string must be escaped")
                 }
                 _ => {
-                    let run_start = i;
-                    while i < self.bytes.len() && !NEEDS_ESCAPE[self.bytes[i] as usize] {
-                        i += 1;
-                    }
-                    out.push_str(&self.text[run_start..i]);
+                    let (end, _) = scan_plain(self.bytes, i);
+                    self.tape.arena.push_str(&text[i..end]);
+                    i = end;
                 }
             }
         }
+        if let Cow::Owned(normalised) = nfc(&self.tape.arena[begin..]) {
+            self.tape.arena.truncate(begin);
+            self.tape.arena.push_str(&normalised);
+        }
+        Ok(Span::new(begin, self.tape.arena.len(), true))
     }
 
     /// Reads `\uXXXX` at `i` (joined with a following low surrogate escape when it is a
@@ -288,13 +625,19 @@ impl<'a> Parser<'a> {
                     0
                 };
                 if !(0xDC00..=0xDFFF).contains(&low) {
-                    return Err(Failure::new(Problem::LoneSurrogate { offset: i, code: unit }));
+                    return Err(Failure::new(Problem::LoneSurrogate {
+                        offset: i,
+                        code: unit,
+                    }));
                 }
                 let code = 0x10000 + ((u32::from(unit) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
                 return Ok((char::from_u32(code).unwrap_or('\u{FFFD}'), i + 12));
             }
             0xDC00..=0xDFFF => {
-                return Err(Failure::new(Problem::LoneSurrogate { offset: i, code: unit }));
+                return Err(Failure::new(Problem::LoneSurrogate {
+                    offset: i,
+                    code: unit,
+                }));
             }
             _ => u32::from(unit),
         };
@@ -318,41 +661,56 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// Writes a parsed tree as canonical JSON.
-pub(super) fn write_node<S: Sink>(node: &Node<'_>, out: &mut S) {
-    match node {
-        Node::Null => out.put(b"null"),
-        Node::Bool(true) => out.put(b"true"),
-        Node::Bool(false) => out.put(b"false"),
-        Node::Number(d) => number::write_decimal(*d, out),
-        Node::String(s) => write_str(s, out),
-        Node::Array(items) => {
-            out.put(b"[");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.put(b",");
-                }
-                write_node(item, out);
-            }
-            out.put(b"]");
-        }
-        Node::Object(members) => write_members(members.iter(), out),
+/// The end of the integer literal at `start` when it is already in canonical layout: an
+/// optional `-`, then `0` or up to 21 digits without a leading zero, then no fraction or
+/// exponent; `-0` does not count (it is written `0`).
+#[inline(always)]
+fn plain_integer_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let digits_start = start + usize::from(bytes.get(start) == Some(&b'-'));
+    let mut end = digits_start;
+    while let Some(b'0'..=b'9') = bytes.get(end) {
+        end += 1;
     }
+    let digits = &bytes[digits_start..end];
+    let canonical = match digits {
+        [] => false,
+        [b'0'] => digits_start == start,
+        [b'0', ..] => false,
+        _ => digits.len() <= 21,
+    };
+    let delimited = !matches!(bytes.get(end), Some(b'.' | b'e' | b'E'));
+    (canonical && delimited).then_some(end)
 }
 
-/// Writes already sorted members as a canonical JSON object.
-pub(super) fn write_members<'m, 'a: 'm, S: Sink>(
-    members: impl Iterator<Item = &'m Member<'a>>,
-    out: &mut S,
-) {
-    out.put(b"{");
-    for (i, member) in members.enumerate() {
-        if i > 0 {
-            out.put(b",");
+/// Skips string bytes that need no attention (anything but `"`, `\\` and controls) from
+/// `i`, eight at a time where it can; returns where it stopped and whether any byte skipped
+/// was non-ASCII.
+#[inline]
+fn scan_plain(bytes: &[u8], mut i: usize) -> (usize, bool) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS;
+    let mut seen = 0u64;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let special = has_zero(w ^ (ONES * u64::from(b'"')))
+            | has_zero(w ^ (ONES * u64::from(b'\\')))
+            | (w.wrapping_sub(ONES * 0x20) & !w & HIGHS);
+        if special != 0 {
+            // The lowest flagged byte is exact (false flags only appear above a true one).
+            let ahead = special.trailing_zeros() / 8;
+            seen |= w & ((1u64 << (ahead * 8)) - 1);
+            return (i + ahead as usize, seen & HIGHS != 0);
         }
-        write_str(&member.name, out);
-        out.put(b":");
-        write_node(&member.value, out);
+        seen |= w;
+        i += 8;
     }
-    out.put(b"}");
+    while let Some(&b) = bytes.get(i) {
+        if NEEDS_ESCAPE[b as usize] {
+            break;
+        }
+        seen |= u64::from(b);
+        i += 1;
+    }
+    (i, seen & HIGHS != 0)
 }

@@ -22,7 +22,7 @@ impl Sink for Vec<u8> {
     }
 }
 
-const HASH_BUFFER: usize = 512;
+const HASH_BUFFER: usize = 256;
 
 /// Streams bytes into SHA-256 through a stack buffer, so the many small writes of the
 /// canonical writer turn into a few block-sized hasher updates.

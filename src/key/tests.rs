@@ -53,9 +53,19 @@ fn material_is_what_derive_key_hashes() {
 
 #[test]
 fn numbers_use_ecmascript_layout() {
-    assert_eq!(data("[1e-6,1e-7,0.000001,1.5e-300,-1.5e-300]"), "[0.000001,1e-7,0.000001,1.5e-300,-1.5e-300]");
-    assert_eq!(data("[123456789012345678901,1234567890123456789012,1e21,1e20]"), "[123456789012345678901,1.234567890123456789012e+21,1e+21,100000000000000000000]");
+    assert_eq!(
+        data("[1e-6,1e-7,0.000001,1.5e-300,-1.5e-300]"),
+        "[0.000001,1e-7,0.000001,1.5e-300,-1.5e-300]"
+    );
+    assert_eq!(
+        data("[123456789012345678901,1234567890123456789012,1e21,1e20]"),
+        "[123456789012345678901,1.234567890123456789012e+21,1e+21,100000000000000000000]"
+    );
     assert_eq!(data("[100,1.0e2,1E2,10000e-2]"), "[100,100,100,100]");
+    assert_eq!(
+        data("[-123456789012345678901,-1234567890123456789012,0,-0,7]"),
+        "[-123456789012345678901,-1.234567890123456789012e+21,0,0,7]"
+    );
     assert_eq!(data("[2,2.0,2e0,20e-1,-0,-0.0]"), "[2,2,2,2,0,0]");
 }
 
@@ -80,18 +90,33 @@ fn surrogate_pair_escapes_join() {
 
 #[test]
 fn lone_surrogates_are_refused() {
-    for json in [r#""\ud800""#, r#""\udc00""#, r#""\ud800x""#, r#""\ud800\u0041""#, r#"{"\ud83d":1}"#] {
-        assert!(matches!(material(json), Err(KeyError::LoneSurrogate { .. })), "{json}");
+    for json in [
+        r#""\ud800""#,
+        r#""\udc00""#,
+        r#""\ud800x""#,
+        r#""\ud800\u0041""#,
+        r#"{"\ud83d":1}"#,
+    ] {
+        assert!(
+            matches!(material(json), Err(KeyError::LoneSurrogate { .. })),
+            "{json}"
+        );
     }
 }
 
 #[test]
 fn nesting_64_is_accepted_and_65_refused() {
     assert!(material(&nested("[", "]", 64)).is_ok());
-    assert!(matches!(material(&nested("[", "]", 65)), Err(KeyError::TooDeep { .. })));
+    assert!(matches!(
+        material(&nested("[", "]", 65)),
+        Err(KeyError::TooDeep { .. })
+    ));
     let objects = |depth: usize| format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
     assert!(material(&objects(64)).is_ok());
-    assert!(matches!(material(&objects(65)), Err(KeyError::TooDeep { .. })));
+    assert!(matches!(
+        material(&objects(65)),
+        Err(KeyError::TooDeep { .. })
+    ));
     // serde_json values and hand-built values obey the same limit.
     let mut deep = json!(1);
     for _ in 0..64 {
@@ -99,20 +124,48 @@ fn nesting_64_is_accepted_and_65_refused() {
     }
     assert!(derive_key(&scope(), KeyInput::Value(&deep), &[]).is_ok());
     let deeper = json!([deep]);
-    assert!(matches!(derive_key(&scope(), KeyInput::Value(&deeper), &[]), Err(KeyError::TooDeep { .. })));
+    assert!(matches!(
+        derive_key(&scope(), KeyInput::Value(&deeper), &[]),
+        Err(KeyError::TooDeep { .. })
+    ));
     let mut value = CanonicalValue::Null;
     for _ in 0..65 {
         value = CanonicalValue::Array(vec![value]);
     }
-    assert!(matches!(derive_key(&scope(), KeyInput::Canonical(&value), &[]), Err(KeyError::TooDeep { .. })));
+    assert!(matches!(
+        derive_key(&scope(), KeyInput::Canonical(&value), &[]),
+        Err(KeyError::TooDeep { .. })
+    ));
 }
 
 #[test]
 fn strict_json_is_required() {
     for bad in [
-        "", " ", "{", "[1,]", r#"{"a":1,}"#, "{a:1}", "[01]", "[1.]", "[.5]", "[+1]", "'a'", "[1] 2",
-        "[1]x", "tru", "True", "nul", "\u{feff}[1]", "[1\u{a0}]", "\"a\tb\"", r#""\x""#, r#""\u12""#,
-        "\"abc", "[1 2]", r#"{"a" 1}"#, "[-]",
+        "",
+        " ",
+        "{",
+        "[1,]",
+        r#"{"a":1,}"#,
+        "{a:1}",
+        "[01]",
+        "[1.]",
+        "[.5]",
+        "[+1]",
+        "'a'",
+        "[1] 2",
+        "[1]x",
+        "tru",
+        "True",
+        "nul",
+        "\u{feff}[1]",
+        "[1\u{a0}]",
+        "\"a\tb\"",
+        r#""\x""#,
+        r#""\u12""#,
+        "\"abc",
+        "[1 2]",
+        r#"{"a" 1}"#,
+        "[-]",
     ] {
         assert!(
             matches!(material(bad), Err(KeyError::Syntax { .. })),
@@ -125,7 +178,11 @@ fn strict_json_is_required() {
 
 #[test]
 fn non_finite_literals_are_named() {
-    for (json, value) in [("[NaN]", "NaN"), ("[Infinity]", "Infinity"), ("[-Infinity]", "-Infinity")] {
+    for (json, value) in [
+        ("[NaN]", "NaN"),
+        ("[Infinity]", "Infinity"),
+        ("[-Infinity]", "-Infinity"),
+    ] {
         match material(json) {
             Err(KeyError::NonFinite { value: v, .. }) => assert_eq!(v, value),
             other => panic!("{json}: {other:?}"),
@@ -141,11 +198,23 @@ fn errors_say_where() {
         "input.items[2].name: duplicate member \"x\" after NFC normalisation; send each member once"
     );
     let err = material(r#"{"odd key":[1,NaN]}"#).unwrap_err();
-    assert!(err.to_string().starts_with(r#"input["odd key"][1]: NaN is not a finite number"#), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with(r#"input["odd key"][1]: NaN is not a finite number"#),
+        "{err}"
+    );
     let err = material(r#"{"a":"\ud800"}"#).unwrap_err();
-    assert!(err.to_string().starts_with(r"input.a: lone surrogate \ud800 at byte 6"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with(r"input.a: lone surrogate \ud800 at byte 6"),
+        "{err}"
+    );
     let err = material("{flight:1}").unwrap_err();
-    assert!(err.to_string().starts_with("input: not valid JSON at byte 1"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("input: not valid JSON at byte 1"),
+        "{err}"
+    );
     let err = derive_key(&scope(), KeyInput::Explicit(" \u{3000}"), &[]).unwrap_err();
     assert!(err.to_string().starts_with("explicit key:"), "{err}");
 }
@@ -153,7 +222,10 @@ fn errors_say_where() {
 #[test]
 fn duplicates_after_nfc_are_refused_in_every_input_form() {
     let json = "{\"\u{e9}\":1,\"e\u{301}\":2}";
-    assert!(matches!(material(json), Err(KeyError::DuplicateMember { .. })));
+    assert!(matches!(
+        material(json),
+        Err(KeyError::DuplicateMember { .. })
+    ));
     let value = json!({"\u{e9}": 1, "e\u{301}": 2});
     assert!(matches!(
         derive_key(&scope(), KeyInput::Value(&value), &[]),
@@ -163,7 +235,10 @@ fn duplicates_after_nfc_are_refused_in_every_input_form() {
         CanonicalValue::from_json_value(&value),
         Err(KeyError::DuplicateMember { .. })
     ));
-    let members = vec![("\u{e9}", CanonicalValue::Null), ("e\u{301}", CanonicalValue::Null)];
+    let members = vec![
+        ("\u{e9}", CanonicalValue::Null),
+        ("e\u{301}", CanonicalValue::Null),
+    ];
     assert!(CanonicalObject::try_from_members(members).is_err());
     // Also when key arguments select another member.
     let json = r#"{"keep":1,"x":1,"x":2}"#;
@@ -180,7 +255,11 @@ fn key_arguments_pick_members_and_keep_null() {
     let err = canonical_material(&scope(), KeyInput::Json("[1]"), &args(&["a"])).unwrap_err();
     assert!(matches!(err, KeyError::KeyArgumentsNeedObject { .. }));
     // Key argument names are NFC-normalised too.
-    let m = canonical_material(&scope(), KeyInput::Json("{\"caf\u{e9}\":1,\"z\":2}"), &args(&["cafe\u{301}"]));
+    let m = canonical_material(
+        &scope(),
+        KeyInput::Json("{\"caf\u{e9}\":1,\"z\":2}"),
+        &args(&["cafe\u{301}"]),
+    );
     assert!(m.unwrap().ends_with("{\"caf\u{e9}\":1}]"));
 }
 
@@ -191,7 +270,11 @@ fn every_input_form_gives_one_key() {
     let canonical = CanonicalValue::parse(json).unwrap();
     let from_value = CanonicalValue::from_json_value(&value).unwrap();
     assert_eq!(canonical, from_value);
-    let inputs = [KeyInput::Json(json), KeyInput::Value(&value), KeyInput::Canonical(&canonical)];
+    let inputs = [
+        KeyInput::Json(json),
+        KeyInput::Value(&value),
+        KeyInput::Canonical(&canonical),
+    ];
     for key_arguments in [args(&[]), args(&["who", "amount"])] {
         let keys: Vec<_> = inputs
             .iter()
@@ -249,14 +332,26 @@ fn scope_tenant_run_and_explicit_keys_are_nfc() {
         run: Some("n\u{303}"),
     };
     let explicit = |s: &KeyScope, k| derive_key(s, KeyInput::Explicit(k), &[]).unwrap();
-    assert_eq!(explicit(&composed, "\u{e9}"), explicit(&decomposed, "e\u{301}"));
-    let empty_tenant = KeyScope { tenant: Some(""), ..scope() };
+    assert_eq!(
+        explicit(&composed, "\u{e9}"),
+        explicit(&decomposed, "e\u{301}")
+    );
+    let empty_tenant = KeyScope {
+        tenant: Some(""),
+        ..scope()
+    };
     assert_ne!(explicit(&empty_tenant, "k"), explicit(&scope(), "k"));
 }
 
 #[test]
 fn blank_is_unicode_white_space() {
-    for blank in ["", " ", "\t\n\u{b}\u{c}\r", "\u{85}\u{a0}\u{1680}", "\u{2000}\u{200a}\u{2028}\u{2029}\u{202f}\u{205f}\u{3000}"] {
+    for blank in [
+        "",
+        " ",
+        "\t\n\u{b}\u{c}\r",
+        "\u{85}\u{a0}\u{1680}",
+        "\u{2000}\u{200a}\u{2028}\u{2029}\u{202f}\u{205f}\u{3000}",
+    ] {
         assert!(is_blank(blank), "{blank:?}");
     }
     for not_blank in ["a", "\u{1c}", "\u{200b}", "\u{feff}", " x ", "\u{180e}"] {
@@ -269,7 +364,9 @@ fn key_hex_round_trips() {
     let key = derive_key(&scope(), KeyInput::Explicit("k"), &[]).unwrap();
     let hex = key.hex();
     assert_eq!(hex.len(), 64);
-    assert!(hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+    assert!(hex
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
     assert_eq!(key.to_string(), hex);
     assert_eq!(format!("{key:?}"), format!("Key({hex})"));
     assert_eq!(hex.parse::<Key>().unwrap(), key);
@@ -294,7 +391,10 @@ fn canonical_object_keeps_utf16_order_and_nfc_names() {
     let names: Vec<&str> = object.iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["a", "\u{e9}", "\u{1f600}", "\u{fb01}"]);
     assert_eq!(object.get("\u{e9}"), Some(&CanonicalValue::Null));
-    assert_eq!(object.insert("\u{e9}", true.into()), Some(CanonicalValue::Null));
+    assert_eq!(
+        object.insert("\u{e9}", true.into()),
+        Some(CanonicalValue::Null)
+    );
     assert_eq!(object.len(), 4);
 }
 
@@ -305,5 +405,60 @@ trait IntoValue {
 impl IntoValue for i64 {
     fn into_value(self) -> CanonicalValue {
         CanonicalValue::Number(Number::from(self))
+    }
+}
+
+#[test]
+fn members_sort_in_utf16_order_whatever_their_length() {
+    let pieces = [
+        "a",
+        "b",
+        "aaaaaaaa",
+        "\u{e9}",
+        "\u{fb01}",
+        "\u{1f600}",
+        "\u{ffff}",
+        "\u{10000}",
+        "z",
+        "\u{7f}",
+    ];
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    for _ in 0..300 {
+        let mut names: Vec<String> = Vec::new();
+        for _ in 0..(state % 9) {
+            let mut name = String::new();
+            for _ in 0..(1 + state % 5) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                name.push_str(pieces[(state % pieces.len() as u64) as usize]);
+            }
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        state = state.wrapping_add(1);
+        let members: Vec<String> = names
+            .iter()
+            .map(|n| format!("{}:1", serde_json::to_string(n).unwrap()))
+            .collect();
+        let json = format!("{{{}}}", members.join(","));
+        let parsed = CanonicalValue::parse(&json).unwrap();
+        let CanonicalValue::Object(object) = parsed else {
+            panic!("an object")
+        };
+        let order: Vec<&str> = object.iter().map(|(n, _)| n).collect();
+        let mut expected: Vec<&str> = names.iter().map(String::as_str).collect();
+        expected.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+        assert_eq!(order, expected, "{json}");
+        // The streamed writer agrees with the parsed value.
+        let streamed = canonical_material(&scope(), KeyInput::Json(&json), &[]).unwrap();
+        let from_value = canonical_material(
+            &scope(),
+            KeyInput::Canonical(&CanonicalValue::Object(object)),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(streamed, from_value);
     }
 }

@@ -39,9 +39,13 @@ pub(super) fn nfc_owned(s: String) -> String {
 /// UTF-8 byte order is code point order; UTF-16 order differs from it only where a
 /// character in U+E000–U+FFFF meets a supplementary one (which UTF-16 writes with
 /// surrogates, D800–DFFF, so it sorts first). The strings are compared byte-wise up to
-/// their first difference, and only the two characters there are weighed.
+/// their first difference, and only the two bytes there are weighed.
 pub(super) fn cmp_utf16(a: &str, b: &str) -> Ordering {
-    let (x, y) = (a.as_bytes(), b.as_bytes());
+    cmp_utf16_bytes(a.as_bytes(), b.as_bytes())
+}
+
+/// [`cmp_utf16`] over the UTF-8 bytes of two strings.
+pub(super) fn cmp_utf16_bytes(x: &[u8], y: &[u8]) -> Ordering {
     let common = common_prefix(x, y);
     let (Some(&p), Some(&q)) = (x.get(common), y.get(common)) else {
         return x.len().cmp(&y.len());
@@ -61,7 +65,8 @@ pub(super) fn cmp_utf16(a: &str, b: &str) -> Ordering {
 fn common_prefix(x: &[u8], y: &[u8]) -> usize {
     let n = x.len().min(y.len());
     let mut i = 0;
-    while i + 8 <= n && x[i..i + 8] == y[i..i + 8] {
+    let word = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    while i + 8 <= n && word(x, i) == word(y, i) {
         i += 8;
     }
     while i < n && x[i] == y[i] {
@@ -160,8 +165,21 @@ mod tests {
     #[test]
     fn utf16_order_matches_code_unit_comparison() {
         let samples = [
-            "", "a", "b", "ab", "é", "e\u{301}", "\u{FB01}", "\u{1F600}", "\u{1F600}a", "\u{FFFD}",
-            "\u{10000}", "日本", "日", "\u{E000}x", "z",
+            "",
+            "a",
+            "b",
+            "ab",
+            "é",
+            "e\u{301}",
+            "\u{FB01}",
+            "\u{1F600}",
+            "\u{1F600}a",
+            "\u{FFFD}",
+            "\u{10000}",
+            "日本",
+            "日",
+            "\u{E000}x",
+            "z",
         ];
         for a in samples {
             for b in samples {

@@ -5,10 +5,10 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::number::{self, Number, StackText};
-use super::parse::{self, enter, sort_members, Node};
+use super::parse::{self, enter, sort_members, Tape, Token};
 use super::sink::Sink;
 use super::text::{cmp_utf16, nfc, nfc_owned, write_nfc_str, write_str};
-use super::{Fallible, Failure, KeyError, Problem};
+use super::{Failure, Fallible, KeyError, Problem};
 
 /// A parsed JSON value with exact decimal numbers, NFC strings and duplicate-checked members.
 ///
@@ -18,11 +18,17 @@ use super::{Fallible, Failure, KeyError, Problem};
 /// because [`CanonicalObject`] normalises them on the way in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CanonicalValue {
+    /// `null`.
     Null,
+    /// `true` or `false`; never equal to a number.
     Bool(bool),
+    /// An exact decimal number.
     Number(Number),
+    /// A string (normalised to NFC when written).
     String(String),
+    /// An array; order matters.
     Array(Vec<CanonicalValue>),
+    /// An object; member order does not matter.
     Object(CanonicalObject),
 }
 
@@ -95,8 +101,8 @@ impl CanonicalValue {
     /// Parses strict JSON text (RFC 8259) within SPEC §2's limits: exact numbers, NFC
     /// strings, no duplicate members, no lone surrogates, at most 64 levels of nesting.
     pub fn parse(json: &str) -> Result<CanonicalValue, KeyError> {
-        let node = parse::parse(json).map_err(|f| f.into_error("input"))?;
-        Ok(CanonicalValue::from_node(node))
+        let tape = parse::parse(json).map_err(|f| f.into_error("input"))?;
+        Ok(CanonicalValue::from_tape(&tape, 0).0)
     }
 
     /// Converts a `serde_json::Value`; a float in it stands for its shortest round-trip
@@ -105,22 +111,43 @@ impl CanonicalValue {
         convert_json_value(v, 0).map_err(|f| f.into_error("input"))
     }
 
-    fn from_node(node: Node<'_>) -> CanonicalValue {
-        match node {
-            Node::Null => CanonicalValue::Null,
-            Node::Bool(b) => CanonicalValue::Bool(b),
-            Node::Number(d) => CanonicalValue::Number(Number::from_decimal(d)),
-            Node::String(s) => CanonicalValue::String(s.into_owned()),
-            Node::Array(items) => {
-                CanonicalValue::Array(items.into_iter().map(CanonicalValue::from_node).collect())
+    /// Converts the value at token `at` of `tape`, returning it and the index after it.
+    fn from_tape(tape: &Tape<'_>, at: usize) -> (CanonicalValue, usize) {
+        let value = match tape.token(at) {
+            Token::Null => CanonicalValue::Null,
+            Token::True => CanonicalValue::Bool(true),
+            Token::False => CanonicalValue::Bool(false),
+            Token::Number { start, end } | Token::Integer { start, end } => {
+                CanonicalValue::Number(Number::from_decimal(tape.number(start, end)))
             }
-            Node::Object(members) => CanonicalValue::Object(CanonicalObject {
-                members: members
-                    .into_iter()
-                    .map(|m| (m.name.into_owned(), CanonicalValue::from_node(m.value)))
-                    .collect(),
-            }),
-        }
+            Token::Plain { .. } | Token::Owned { .. } | Token::Member { .. } => {
+                CanonicalValue::String(tape.string(at).to_owned())
+            }
+            Token::Array { end } => {
+                let mut items = Vec::new();
+                let mut next = at + 1;
+                while next < end as usize {
+                    let (item, after) = CanonicalValue::from_tape(tape, next);
+                    items.push(item);
+                    next = after;
+                }
+                return (CanonicalValue::Array(items), end as usize);
+            }
+            Token::Object { end, first, count } => {
+                let members = tape
+                    .sorted_names(first, count)
+                    .map(|name| {
+                        let (value, _) = CanonicalValue::from_tape(tape, name + 1);
+                        (tape.string(name).to_owned(), value)
+                    })
+                    .collect();
+                return (
+                    CanonicalValue::Object(CanonicalObject { members }),
+                    end as usize,
+                );
+            }
+        };
+        (value, at + 1)
     }
 
     /// The JSON type name, for messages.
@@ -170,9 +197,7 @@ fn convert_json_value(v: &Value, depth: usize) -> Fallible<CanonicalValue> {
     Ok(match v {
         Value::Null => CanonicalValue::Null,
         Value::Bool(b) => CanonicalValue::Bool(*b),
-        Value::Number(n) => {
-            CanonicalValue::Number(with_json_number(n, |d| Number::from_decimal(d))?)
-        }
+        Value::Number(n) => CanonicalValue::Number(with_json_number(n, Number::from_decimal)?),
         Value::String(s) => CanonicalValue::String(nfc(s).into_owned()),
         Value::Array(items) => {
             let depth = enter(depth)?;
@@ -227,8 +252,42 @@ pub(super) fn with_json_number<R>(
     }
 }
 
+/// Writes a `serde_json::Number`: integers directly (they are already canonical), other
+/// numbers through their exact decimal.
+fn write_json_number<S: Sink>(n: &serde_json::Number, out: &mut S) -> Fallible<()> {
+    if let Some(u) = n.as_u64() {
+        write_integer(false, u, out);
+    } else if let Some(i) = n.as_i64() {
+        write_integer(i < 0, i.unsigned_abs(), out);
+    } else {
+        with_json_number(n, |d| number::write_decimal(d, out))?;
+    }
+    Ok(())
+}
+
+/// Writes an integer of at most 20 digits, which ECMAScript writes plainly.
+fn write_integer<S: Sink>(negative: bool, mut magnitude: u64, out: &mut S) {
+    let mut digits = [0u8; 21];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (magnitude % 10) as u8;
+        magnitude /= 10;
+        if magnitude == 0 {
+            break;
+        }
+    }
+    if negative {
+        at -= 1;
+        digits[at] = b'-';
+    }
+    out.put(&digits[at..]);
+}
+
 /// An object's members with NFC names, sorted in UTF-16 order, duplicates refused.
-pub(super) fn sorted_json_members(map: &Map<String, Value>) -> Fallible<Vec<(Cow<'_, str>, &Value)>> {
+pub(super) fn sorted_json_members(
+    map: &Map<String, Value>,
+) -> Fallible<Vec<(Cow<'_, str>, &Value)>> {
     let mut members: Vec<(Cow<'_, str>, &Value)> =
         map.iter().map(|(name, value)| (nfc(name), value)).collect();
     sort_members(&mut members, |m| &m.0).map_err(Failure::new)?;
@@ -241,7 +300,7 @@ pub(super) fn write_json_value<S: Sink>(v: &Value, depth: usize, out: &mut S) ->
         Value::Null => out.put(b"null"),
         Value::Bool(true) => out.put(b"true"),
         Value::Bool(false) => out.put(b"false"),
-        Value::Number(n) => with_json_number(n, |d| number::write_decimal(d, out))?,
+        Value::Number(n) => write_json_number(n, out)?,
         Value::String(s) => write_nfc_str(s, out),
         Value::Array(items) => {
             let depth = enter(depth)?;
@@ -283,7 +342,11 @@ pub(super) fn write_json_members<'v, S: Sink>(
 }
 
 /// Writes a [`CanonicalValue`] as canonical JSON, `depth` containers deep.
-pub(super) fn write_canonical<S: Sink>(v: &CanonicalValue, depth: usize, out: &mut S) -> Fallible<()> {
+pub(super) fn write_canonical<S: Sink>(
+    v: &CanonicalValue,
+    depth: usize,
+    out: &mut S,
+) -> Fallible<()> {
     match v {
         CanonicalValue::Null => out.put(b"null"),
         CanonicalValue::Bool(true) => out.put(b"true"),
