@@ -97,7 +97,9 @@ pub enum Error {
         error_type: String,
         message: String,
     },
-    #[error("`{tool}` was already {state} under key {key} and its policy is FAIL_FAST; nothing was run")]
+    #[error(
+        "`{tool}` was already {state} under key {key} and its policy is FAIL_FAST; nothing was run"
+    )]
     FailFast {
         tool: String,
         key: String,
@@ -115,7 +117,11 @@ pub enum Error {
     #[error("idempotency store unavailable for `{tool}`: {message}; nothing was run")]
     StoreUnavailable { tool: String, message: String },
     #[error("`{tool}` completed under key {key} but its result ({bytes} bytes) was larger than the store keeps, so it cannot be replayed; nothing was run")]
-    OutcomeTooLarge { tool: String, key: String, bytes: u64 },
+    OutcomeTooLarge {
+        tool: String,
+        key: String,
+        bytes: u64,
+    },
     #[error("`{tool}` ran past its deadline of {timeout_ms} ms under key {key}; its outcome is unknown and its claim stays in progress until the lease ends")]
     Timeout {
         tool: String,

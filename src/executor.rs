@@ -278,8 +278,7 @@ impl Executor {
                         Ok(value)
                     }
                     Err(error) => {
-                        let failure =
-                            Failure::new(short_type_name::<E>(), error.to_string());
+                        let failure = Failure::new(short_type_name::<E>(), error.to_string());
                         self.fail(&mut attempt, &failure).await;
                         Err(CallError::Body(error))
                     }
@@ -320,7 +319,11 @@ impl Executor {
                         "`{}` uses strategy {} but was called with {}; pass {}",
                         tool.name(),
                         policy.strategy.name(),
-                        if explicit { "an explicit key" } else { "an input" },
+                        if explicit {
+                            "an explicit key"
+                        } else {
+                            "an input"
+                        },
                         if explicit {
                             "the input (KeyInput::Json/Value/Canonical)"
                         } else {
@@ -336,7 +339,11 @@ impl Executor {
                 })?;
                 (Some(key), None, Phase::Claiming)
             }
-            KeyStrategy::Uuid => (None, Some(uuid::Uuid::new_v4().to_string()), Phase::Unprotected),
+            KeyStrategy::Uuid => (
+                None,
+                Some(uuid::Uuid::new_v4().to_string()),
+                Phase::Unprotected,
+            ),
             KeyStrategy::None => (None, None, Phase::Unprotected),
         };
         let deadline = tool.timeout().map(|t| started + t);
@@ -406,7 +413,10 @@ impl Executor {
                 ttl_ms: policy.ttl.as_millis() as u64,
                 retry_failure: policy.on_cache_hit == RetryBehavior::ReturnCachedIfSuccess,
             };
-            let reply = match self.with_deadline(attempt.deadline, self.store.claim(&request)).await {
+            let reply = match self
+                .with_deadline(attempt.deadline, self.store.claim(&request))
+                .await
+            {
                 Ok(reply) => reply,
                 Err(error) => {
                     self.emit(attempt, EventKind::StoreError, Some(&error.to_string()));
@@ -482,7 +492,11 @@ impl Executor {
         }
     }
 
-    fn remembered<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, record: Record) -> Result<Step, Error> {
+    fn remembered<T: Borrow<Tool>>(
+        &self,
+        attempt: &Attempt<T>,
+        record: Record,
+    ) -> Result<Step, Error> {
         let tool = attempt.tool().name();
         let key = || record.key.clone();
         let behavior = attempt.tool().policy().on_cache_hit;
@@ -556,14 +570,20 @@ impl Executor {
 
     /// Reports a failed body: with `cache_failures` the failure is recorded, otherwise the claim
     /// is released so that a retry runs again. The caller rethrows the body's error either way.
-    pub async fn fail<T: Borrow<Tool>>(&self, attempt: &mut Attempt<T>, failure: &Failure) -> Recording {
+    pub async fn fail<T: Borrow<Tool>>(
+        &self,
+        attempt: &mut Attempt<T>,
+        failure: &Failure,
+    ) -> Recording {
         if attempt.phase != Phase::Claimed {
             attempt.phase = Phase::Done;
             return Recording::Unprotected;
         }
         attempt.phase = Phase::Done;
         if attempt.tool().policy().cache_failures {
-            return self.record(attempt, &Outcome::Failure(failure.clone())).await;
+            return self
+                .record(attempt, &Outcome::Failure(failure.clone()))
+                .await;
         }
         let id = attempt.id().expect("a claimed call has a key");
         match self.store.release(id, attempt.token).await {
@@ -597,7 +617,11 @@ impl Executor {
             if round > 0 {
                 tokio::time::sleep(Duration::from_millis(20 << round)).await;
             }
-            match self.store.complete(id, attempt.token, outcome, ttl_ms).await {
+            match self
+                .store
+                .complete(id, attempt.token, outcome, ttl_ms)
+                .await
+            {
                 Ok(Completion::Recorded) => return Recording::Recorded,
                 Ok(Completion::NotOwner(found)) => {
                     last = match found {

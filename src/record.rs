@@ -245,9 +245,14 @@ mod tests {
 
     #[test]
     fn record_json_round_trips_with_exact_success_json() {
-        let r = record(Some(Outcome::success(r#"{"id":9007199254740993}"#).unwrap()));
+        let r = record(Some(
+            Outcome::success(r#"{"id":9007199254740993}"#).unwrap(),
+        ));
         let text = r.to_json();
-        assert!(text.contains(r#""success":{"id":9007199254740993}"#), "{text}");
+        assert!(
+            text.contains(r#""success":{"id":9007199254740993}"#),
+            "{text}"
+        );
         assert_eq!(Record::from_json(&text).unwrap(), r);
     }
 

@@ -50,10 +50,15 @@ async fn send_failing(
     tool: &Tool,
     runs: &AtomicUsize,
 ) -> Result<String, CallError<MailError>> {
-    exec.call(tool, &CallContext::new(), KeyInput::Json(INPUT), |_| async {
-        runs.fetch_add(1, Ordering::SeqCst);
-        Err::<String, _>(MailError("mailbox full".into()))
-    })
+    exec.call(
+        tool,
+        &CallContext::new(),
+        KeyInput::Json(INPUT),
+        |_| async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Err::<String, _>(MailError("mailbox full".into()))
+        },
+    )
     .await
 }
 
@@ -72,7 +77,10 @@ async fn hash_input_repeat_gets_the_remembered_result_without_running() {
     let t = tool("send_email", Policy::default());
     let runs = AtomicUsize::new(0);
     for _ in 0..3 {
-        assert_eq!(send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(), "sent");
+        assert_eq!(
+            send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+            "sent"
+        );
     }
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(exec.events().count(EventKind::Acquired), 1);
@@ -84,11 +92,36 @@ async fn hash_input_member_order_and_number_spelling_share_a_key() {
     let (exec, _, _) = memory();
     let t = tool("charge", Policy::default());
     let runs = AtomicUsize::new(0);
-    send(&exec, &t, KeyInput::Json(r#"{"amount":2,"card":"x"}"#), &runs).await.unwrap();
-    send(&exec, &t, KeyInput::Json(r#"{"card":"x","amount":20e-1}"#), &runs).await.unwrap();
+    send(
+        &exec,
+        &t,
+        KeyInput::Json(r#"{"amount":2,"card":"x"}"#),
+        &runs,
+    )
+    .await
+    .unwrap();
+    send(
+        &exec,
+        &t,
+        KeyInput::Json(r#"{"card":"x","amount":20e-1}"#),
+        &runs,
+    )
+    .await
+    .unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    send(&exec, &t, KeyInput::Json(r#"{"card":"x","amount":3}"#), &runs).await.unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 2, "a changed value is a new call");
+    send(
+        &exec,
+        &t,
+        KeyInput::Json(r#"{"card":"x","amount":3}"#),
+        &runs,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "a changed value is a new call"
+    );
 }
 
 #[tokio::test]
@@ -96,8 +129,22 @@ async fn hash_input_with_key_arguments_ignores_other_members() {
     let (exec, _, _) = memory();
     let t = tool("book", Policy::default().with_key_arguments(["flight"]));
     let runs = AtomicUsize::new(0);
-    send(&exec, &t, KeyInput::Json(r#"{"flight":"BA117","request_id":"a"}"#), &runs).await.unwrap();
-    send(&exec, &t, KeyInput::Json(r#"{"flight":"BA117","request_id":"b"}"#), &runs).await.unwrap();
+    send(
+        &exec,
+        &t,
+        KeyInput::Json(r#"{"flight":"BA117","request_id":"a"}"#),
+        &runs,
+    )
+    .await
+    .unwrap();
+    send(
+        &exec,
+        &t,
+        KeyInput::Json(r#"{"flight":"BA117","request_id":"b"}"#),
+        &runs,
+    )
+    .await
+    .unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
@@ -132,10 +179,16 @@ async fn explicit_key_deduplicates_on_the_supplied_key() {
     let (exec, _, _) = memory();
     let t = tool("create_issue", Policy::new(KeyStrategy::Explicit));
     let runs = AtomicUsize::new(0);
-    send(&exec, &t, KeyInput::Explicit("fix login bug"), &runs).await.unwrap();
-    send(&exec, &t, KeyInput::Explicit("fix login bug"), &runs).await.unwrap();
+    send(&exec, &t, KeyInput::Explicit("fix login bug"), &runs)
+        .await
+        .unwrap();
+    send(&exec, &t, KeyInput::Explicit("fix login bug"), &runs)
+        .await
+        .unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    send(&exec, &t, KeyInput::Explicit("another bug"), &runs).await.unwrap();
+    send(&exec, &t, KeyInput::Explicit("another bug"), &runs)
+        .await
+        .unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
@@ -145,7 +198,10 @@ async fn explicit_blank_key_fails_with_invalid_key_and_runs_nothing() {
     let t = tool("create_issue", Policy::new(KeyStrategy::Explicit));
     let runs = AtomicUsize::new(0);
     for blank in ["", "   ", "\u{a0}\u{3000}"] {
-        assert_eq!(kind(send(&exec, &t, KeyInput::Explicit(blank), &runs).await), ErrorKind::InvalidKey);
+        assert_eq!(
+            kind(send(&exec, &t, KeyInput::Explicit(blank), &runs).await),
+            ErrorKind::InvalidKey
+        );
     }
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
@@ -155,7 +211,10 @@ async fn explicit_tool_called_with_an_input_is_a_configuration_error() {
     let (exec, _, _) = memory();
     let t = tool("create_issue", Policy::new(KeyStrategy::Explicit));
     let runs = AtomicUsize::new(0);
-    assert_eq!(kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await), ErrorKind::Configuration);
+    assert_eq!(
+        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::Configuration
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
 
@@ -166,9 +225,12 @@ async fn uuid_runs_every_call_with_a_fresh_uuid_and_no_record() {
     let mut keys = Vec::new();
     for _ in 0..2 {
         let key: String = exec
-            .call(&t, &CallContext::new(), KeyInput::Json(INPUT), |call| async move {
-                Ok::<_, MailError>(call.key.unwrap())
-            })
+            .call(
+                &t,
+                &CallContext::new(),
+                KeyInput::Json(INPUT),
+                |call| async move { Ok::<_, MailError>(call.key.unwrap()) },
+            )
             .await
             .unwrap();
         assert!(uuid::Uuid::parse_str(&key).is_ok(), "{key}");
@@ -185,10 +247,15 @@ async fn none_runs_every_call_without_a_key() {
     let runs = AtomicUsize::new(0);
     for _ in 0..3 {
         let key: Option<String> = exec
-            .call(&t, &CallContext::new(), KeyInput::Json(INPUT), |call| async {
-                runs.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, MailError>(call.key)
-            })
+            .call(
+                &t,
+                &CallContext::new(),
+                KeyInput::Json(INPUT),
+                |call| async {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, MailError>(call.key)
+                },
+            )
             .await
             .unwrap();
         assert_eq!(key, None);
@@ -209,7 +276,9 @@ async fn the_body_sees_its_64_hex_key_and_tenant() {
         .await
         .unwrap();
     assert_eq!(key.len(), 64);
-    assert!(key.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    assert!(key
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
     assert_eq!(tenant.as_deref(), Some("acme"));
 }
 
@@ -240,10 +309,16 @@ async fn tenant_and_run_scope_the_key() {
 #[tokio::test]
 async fn return_cached_repeat_of_success_gets_the_result() {
     let (exec, _, _) = memory();
-    let t = tool("send_email", Policy::default().with_on_cache_hit(RetryBehavior::ReturnCached));
+    let t = tool(
+        "send_email",
+        Policy::default().with_on_cache_hit(RetryBehavior::ReturnCached),
+    );
     let runs = AtomicUsize::new(0);
     send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap();
-    assert_eq!(send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(), "sent");
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "sent"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
@@ -252,9 +327,17 @@ async fn return_cached_repeat_of_failure_fails_with_the_original_type_and_messag
     let (exec, _, _) = memory();
     let t = tool("send_email", Policy::default().with_cache_failures(true));
     let runs = AtomicUsize::new(0);
-    assert!(matches!(send_failing(&exec, &t, &runs).await, Err(CallError::Body(_))));
+    assert!(matches!(
+        send_failing(&exec, &t, &runs).await,
+        Err(CallError::Body(_))
+    ));
     match send_failing(&exec, &t, &runs).await {
-        Err(CallError::Idempotency(Error::CachedFailure { error_type, message, tool, key })) => {
+        Err(CallError::Idempotency(Error::CachedFailure {
+            error_type,
+            message,
+            tool,
+            key,
+        })) => {
             assert_eq!(error_type, "MailError");
             assert_eq!(message, "mailbox full");
             assert_eq!(tool, "send_email");
@@ -274,7 +357,10 @@ async fn return_cached_if_success_repeat_of_success_gets_the_result() {
     );
     let runs = AtomicUsize::new(0);
     send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap();
-    assert_eq!(send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(), "sent");
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "sent"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
@@ -288,19 +374,38 @@ async fn return_cached_if_success_repeat_of_failure_runs_again() {
             .with_cache_failures(true),
     );
     let runs = AtomicUsize::new(0);
-    assert!(matches!(send_failing(&exec, &t, &runs).await, Err(CallError::Body(_))));
-    assert_eq!(send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(), "sent");
-    assert_eq!(send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(), "sent");
-    assert_eq!(runs.load(Ordering::SeqCst), 2, "the failure re-ran once, then the success is remembered");
+    assert!(matches!(
+        send_failing(&exec, &t, &runs).await,
+        Err(CallError::Body(_))
+    ));
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "sent"
+    );
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "sent"
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "the failure re-ran once, then the success is remembered"
+    );
 }
 
 #[tokio::test]
 async fn fail_fast_repeat_of_success_fails_at_once() {
     let (exec, _, _) = memory();
-    let t = tool("send_email", Policy::default().with_on_cache_hit(RetryBehavior::FailFast));
+    let t = tool(
+        "send_email",
+        Policy::default().with_on_cache_hit(RetryBehavior::FailFast),
+    );
     let runs = AtomicUsize::new(0);
     send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap();
-    assert_eq!(kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await), ErrorKind::FailFast);
+    assert_eq!(
+        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::FailFast
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(exec.events().count(EventKind::FailedFast), 1);
 }
@@ -310,23 +415,38 @@ async fn fail_fast_repeat_of_failure_fails_at_once() {
     let (exec, _, _) = memory();
     let t = tool(
         "send_email",
-        Policy::default().with_on_cache_hit(RetryBehavior::FailFast).with_cache_failures(true),
+        Policy::default()
+            .with_on_cache_hit(RetryBehavior::FailFast)
+            .with_cache_failures(true),
     );
     let runs = AtomicUsize::new(0);
-    assert!(matches!(send_failing(&exec, &t, &runs).await, Err(CallError::Body(_))));
-    assert_eq!(kind(send_failing(&exec, &t, &runs).await), ErrorKind::FailFast);
+    assert!(matches!(
+        send_failing(&exec, &t, &runs).await,
+        Err(CallError::Body(_))
+    ));
+    assert_eq!(
+        kind(send_failing(&exec, &t, &runs).await),
+        ErrorKind::FailFast
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
 async fn fail_fast_on_an_in_progress_key_fails_without_waiting() {
     let (exec, _, _) = memory();
-    let t = tool("send_email", Policy::default().with_on_cache_hit(RetryBehavior::FailFast));
-    let mut holder = exec.prepare(&t, &CallContext::new(), KeyInput::Json(INPUT)).unwrap();
+    let t = tool(
+        "send_email",
+        Policy::default().with_on_cache_hit(RetryBehavior::FailFast),
+    );
+    let mut holder = exec
+        .prepare(&t, &CallContext::new(), KeyInput::Json(INPUT))
+        .unwrap();
     assert_eq!(exec.advance(&mut holder, None).await.unwrap(), Step::Run);
     let runs = AtomicUsize::new(0);
     let started = std::time::Instant::now();
-    let err = send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap_err();
+    let err = send(&exec, &t, KeyInput::Json(INPUT), &runs)
+        .await
+        .unwrap_err();
     assert_eq!(err.idempotency().unwrap().kind(), ErrorKind::FailFast);
     assert!(err.to_string().contains("in progress"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(1));
@@ -340,10 +460,16 @@ async fn failure_without_cache_failures_is_released_and_a_retry_runs_again() {
     let (exec, _, store) = memory();
     let t = tool("send_email", Policy::default());
     let runs = AtomicUsize::new(0);
-    assert!(matches!(send_failing(&exec, &t, &runs).await, Err(CallError::Body(MailError(_)))));
+    assert!(matches!(
+        send_failing(&exec, &t, &runs).await,
+        Err(CallError::Body(MailError(_)))
+    ));
     assert!(store.is_empty(), "the claim is released");
     assert_eq!(exec.events().count(EventKind::Released), 1);
-    assert_eq!(send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(), "sent");
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "sent"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
@@ -356,7 +482,10 @@ async fn failure_with_cache_failures_is_remembered() {
     let page = store.list(&ListFilter::default(), None).await.unwrap();
     assert_eq!(page.records.len(), 1);
     match &page.records[0].outcome {
-        Some(Outcome::Failure(f)) => assert_eq!((f.error_type.as_str(), f.message.as_str()), ("MailError", "mailbox full")),
+        Some(Outcome::Failure(f)) => assert_eq!(
+            (f.error_type.as_str(), f.message.as_str()),
+            ("MailError", "mailbox full")
+        ),
         other => panic!("{other:?}"),
     }
 }
@@ -366,35 +495,59 @@ async fn failure_with_cache_failures_is_remembered() {
 #[tokio::test]
 async fn ttl_expiry_with_a_moved_clock_runs_again() {
     let (exec, clock, _) = memory();
-    let t = tool("send_email", Policy::default().with_ttl(Duration::from_secs(60)));
+    let t = tool(
+        "send_email",
+        Policy::default().with_ttl(Duration::from_secs(60)),
+    );
     let runs = AtomicUsize::new(0);
     send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap();
     clock.advance(Duration::from_secs(59));
     send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "still remembered before the TTL ends");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "still remembered before the TTL ends"
+    );
     clock.advance(Duration::from_secs(1));
     send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap();
-    assert_eq!(runs.load(Ordering::SeqCst), 2, "free again once the TTL ended");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "free again once the TTL ended"
+    );
 }
 
 #[tokio::test]
 async fn abandoned_lease_fails_with_indeterminate_outcome_naming_tool_and_key() {
-    for behavior in [RetryBehavior::ReturnCached, RetryBehavior::ReturnCachedIfSuccess, RetryBehavior::FailFast] {
+    for behavior in [
+        RetryBehavior::ReturnCached,
+        RetryBehavior::ReturnCachedIfSuccess,
+        RetryBehavior::FailFast,
+    ] {
         let (exec, clock, _) = memory();
         let t = tool(
             "charge_card",
-            Policy::default().with_lease(Duration::from_secs(30)).with_on_cache_hit(behavior),
+            Policy::default()
+                .with_lease(Duration::from_secs(30))
+                .with_on_cache_hit(behavior),
         );
-        let mut holder = exec.prepare(&t, &CallContext::new(), KeyInput::Json(INPUT)).unwrap();
+        let mut holder = exec
+            .prepare(&t, &CallContext::new(), KeyInput::Json(INPUT))
+            .unwrap();
         assert_eq!(exec.advance(&mut holder, None).await.unwrap(), Step::Run);
         // The holder dies; its lease ends.
         clock.advance(Duration::from_secs(30));
         let runs = AtomicUsize::new(0);
-        let err = send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap_err();
+        let err = send(&exec, &t, KeyInput::Json(INPUT), &runs)
+            .await
+            .unwrap_err();
         let err = err.idempotency().unwrap();
         assert_eq!(err.kind(), ErrorKind::Indeterminate, "{behavior:?}");
         let text = err.to_string();
-        assert!(text.contains("charge_card") && text.contains(&holder.key().unwrap().hex()), "{text}");
+        assert!(
+            text.contains("charge_card") && text.contains(&holder.key().unwrap().hex()),
+            "{text}"
+        );
         assert_eq!(runs.load(Ordering::SeqCst), 0);
         assert_eq!(exec.events().count(EventKind::Indeterminate), 1);
     }
@@ -403,13 +556,24 @@ async fn abandoned_lease_fails_with_indeterminate_outcome_naming_tool_and_key() 
 #[tokio::test]
 async fn a_late_outcome_turns_abandoned_into_completed() {
     let (exec, clock, _) = memory();
-    let t = tool("charge_card", Policy::default().with_lease(Duration::from_secs(30)));
-    let mut holder = exec.prepare(&t, &CallContext::new(), KeyInput::Json(INPUT)).unwrap();
+    let t = tool(
+        "charge_card",
+        Policy::default().with_lease(Duration::from_secs(30)),
+    );
+    let mut holder = exec
+        .prepare(&t, &CallContext::new(), KeyInput::Json(INPUT))
+        .unwrap();
     exec.advance(&mut holder, None).await.unwrap();
     clock.advance(Duration::from_secs(31));
-    assert_eq!(exec.succeed(&mut holder, r#""sent""#).await, idemkit::Recording::Recorded);
+    assert_eq!(
+        exec.succeed(&mut holder, r#""sent""#).await,
+        idemkit::Recording::Recorded
+    );
     let runs = AtomicUsize::new(0);
-    assert_eq!(send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(), "sent");
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "sent"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
 
@@ -417,12 +581,21 @@ async fn a_late_outcome_turns_abandoned_into_completed() {
 async fn a_waiter_past_its_deadline_fails_with_in_progress_and_runs_nothing() {
     let (exec, _, _) = memory();
     let slow = tool("send_email", Policy::default());
-    let mut holder = exec.prepare(&slow, &CallContext::new(), KeyInput::Json(INPUT)).unwrap();
+    let mut holder = exec
+        .prepare(&slow, &CallContext::new(), KeyInput::Json(INPUT))
+        .unwrap();
     exec.advance(&mut holder, None).await.unwrap();
-    let waiting = Tool::with_timeout("send_email", Policy::default(), Some(Duration::from_millis(150))).unwrap();
+    let waiting = Tool::with_timeout(
+        "send_email",
+        Policy::default(),
+        Some(Duration::from_millis(150)),
+    )
+    .unwrap();
     let runs = AtomicUsize::new(0);
     let started = std::time::Instant::now();
-    let err = send(&exec, &waiting, KeyInput::Json(INPUT), &runs).await.unwrap_err();
+    let err = send(&exec, &waiting, KeyInput::Json(INPUT), &runs)
+        .await
+        .unwrap_err();
     assert_eq!(err.idempotency().unwrap().kind(), ErrorKind::InProgress);
     assert!(started.elapsed() >= Duration::from_millis(150));
     assert!(started.elapsed() < Duration::from_secs(2));
@@ -433,7 +606,12 @@ async fn a_waiter_past_its_deadline_fails_with_in_progress_and_runs_nothing() {
 #[tokio::test]
 async fn a_body_overrunning_the_deadline_leaves_its_claim_in_progress() {
     let (exec, _, store) = memory();
-    let t = Tool::with_timeout("send_email", Policy::default(), Some(Duration::from_millis(100))).unwrap();
+    let t = Tool::with_timeout(
+        "send_email",
+        Policy::default(),
+        Some(Duration::from_millis(100)),
+    )
+    .unwrap();
     let r: Result<String, CallError<MailError>> = exec
         .call(&t, &CallContext::new(), KeyInput::Json(INPUT), |_| async {
             tokio::time::sleep(Duration::from_secs(5)).await;
@@ -450,13 +628,23 @@ async fn a_body_overrunning_the_deadline_leaves_its_claim_in_progress() {
 async fn a_two_step_caller_with_a_budget_gets_pending_then_the_result() {
     let (exec, _, _) = memory();
     let t = tool("send_email", Policy::default());
-    let mut holder = exec.prepare(&t, &CallContext::new(), KeyInput::Json(INPUT)).unwrap();
+    let mut holder = exec
+        .prepare(&t, &CallContext::new(), KeyInput::Json(INPUT))
+        .unwrap();
     exec.advance(&mut holder, None).await.unwrap();
-    let mut waiter = exec.prepare(&t, &CallContext::new(), KeyInput::Json(INPUT)).unwrap();
-    let step = exec.advance(&mut waiter, Some(Duration::from_millis(20))).await.unwrap();
+    let mut waiter = exec
+        .prepare(&t, &CallContext::new(), KeyInput::Json(INPUT))
+        .unwrap();
+    let step = exec
+        .advance(&mut waiter, Some(Duration::from_millis(20)))
+        .await
+        .unwrap();
     assert_eq!(step, Step::Pending);
     exec.succeed(&mut holder, r#""sent""#).await;
-    let step = exec.advance(&mut waiter, Some(Duration::from_millis(100))).await.unwrap();
+    let step = exec
+        .advance(&mut waiter, Some(Duration::from_millis(100)))
+        .await
+        .unwrap();
     assert_eq!(step, Step::Replay(r#""sent""#.into()));
     assert_eq!(exec.events().count(EventKind::Waited), 1);
 }
@@ -492,14 +680,22 @@ async fn sixty_four_concurrent_identical_calls_run_the_body_once_and_all_get_its
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixty_four_concurrent_fail_fast_calls_run_once_and_63_get_the_fail_fast_error() {
     let (exec, _, _) = memory();
-    let t = tool("book", Policy::default().with_on_cache_hit(RetryBehavior::FailFast));
+    let t = tool(
+        "book",
+        Policy::default().with_on_cache_hit(RetryBehavior::FailFast),
+    );
     let runs = Arc::new(AtomicUsize::new(0));
     let refused = Arc::new(AtomicUsize::new(0));
     let barrier = Arc::new(tokio::sync::Barrier::new(64));
     let mut tasks = Vec::new();
     for _ in 0..64 {
-        let (exec, t, runs, refused, barrier) =
-            (exec.clone(), t.clone(), runs.clone(), refused.clone(), barrier.clone());
+        let (exec, t, runs, refused, barrier) = (
+            exec.clone(),
+            t.clone(),
+            runs.clone(),
+            refused.clone(),
+            barrier.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
             let r = exec
@@ -536,7 +732,9 @@ async fn sixty_four_concurrent_fail_fast_calls_run_once_and_63_get_the_fail_fast
 async fn waiters_woken_by_a_release_claim_again_and_one_runs() {
     let (exec, _, _) = memory();
     let t = tool("book", Policy::default());
-    let mut holder = exec.prepare(&t, &CallContext::new(), KeyInput::Json(INPUT)).unwrap();
+    let mut holder = exec
+        .prepare(&t, &CallContext::new(), KeyInput::Json(INPUT))
+        .unwrap();
     exec.advance(&mut holder, None).await.unwrap();
     let runs = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
@@ -553,7 +751,11 @@ async fn waiters_woken_by_a_release_claim_again_and_one_runs() {
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
     // The first holder's body fails without cacheFailures: its claim is released.
-    exec.fail(&mut holder, &idemkit::Failure::new("Timeout", "smtp timed out")).await;
+    exec.fail(
+        &mut holder,
+        &idemkit::Failure::new("Timeout", "smtp timed out"),
+    )
+    .await;
     for task in tasks {
         assert_eq!(task.await.unwrap().unwrap(), "second try");
     }
@@ -597,7 +799,13 @@ impl Store for Unreliable {
         }
         self.inner.claim(r).await
     }
-    async fn complete(&self, id: RecordId<'_>, t: Token, o: &Outcome, ttl: u64) -> Result<Completion, StoreError> {
+    async fn complete(
+        &self,
+        id: RecordId<'_>,
+        t: Token,
+        o: &Outcome,
+        ttl: u64,
+    ) -> Result<Completion, StoreError> {
         if self.completes_fail.load(Ordering::SeqCst) {
             return Err(StoreError::unavailable("connection reset"));
         }
@@ -612,7 +820,12 @@ impl Store for Unreliable {
     async fn list(&self, f: &ListFilter, c: Option<&str>) -> Result<Page, StoreError> {
         self.inner.list(f, c).await
     }
-    async fn resolve(&self, id: RecordId<'_>, t: Token, r: &Resolution) -> Result<Resolved, StoreError> {
+    async fn resolve(
+        &self,
+        id: RecordId<'_>,
+        t: Token,
+        r: &Resolution,
+    ) -> Result<Resolved, StoreError> {
         self.inner.resolve(id, t, r).await
     }
     async fn forget(&self, t: Option<&str>) -> Result<u64, StoreError> {
@@ -641,7 +854,9 @@ async fn a_store_error_never_reads_as_permission_and_the_body_does_not_run() {
     let exec = Executor::new(store.clone());
     let t = tool("charge_card", Policy::default());
     let runs = AtomicUsize::new(0);
-    let err = send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap_err();
+    let err = send(&exec, &t, KeyInput::Json(INPUT), &runs)
+        .await
+        .unwrap_err();
     let err = err.idempotency().unwrap();
     assert_eq!(err.kind(), ErrorKind::StoreUnavailable);
     assert!(err.to_string().contains("charge_card"));
@@ -654,18 +869,33 @@ async fn a_store_error_never_reads_as_permission_and_the_body_does_not_run() {
 }
 
 #[tokio::test]
-async fn when_recording_fails_after_success_the_caller_gets_its_result_and_the_claim_is_never_rerun() {
+async fn when_recording_fails_after_success_the_caller_gets_its_result_and_the_claim_is_never_rerun(
+) {
     let store = unreliable();
     let exec = Executor::new(store.clone());
-    let t = tool("charge_card", Policy::default().with_lease(Duration::from_secs(60)));
+    let t = tool(
+        "charge_card",
+        Policy::default().with_lease(Duration::from_secs(60)),
+    );
     let runs = AtomicUsize::new(0);
     store.completes_fail.store(true, Ordering::SeqCst);
-    assert_eq!(send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(), "sent");
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "sent"
+    );
     assert_eq!(exec.events().count(EventKind::RecordFailed), 1);
     store.completes_fail.store(false, Ordering::SeqCst);
     // The claim stays in progress: a repeat with a short deadline waits and fails, never re-runs.
-    let waiting = Tool::with_timeout("charge_card", Policy::default().with_lease(Duration::from_secs(60)), Some(Duration::from_millis(100))).unwrap();
-    assert_eq!(kind(send(&exec, &waiting, KeyInput::Json(INPUT), &runs).await), ErrorKind::InProgress);
+    let waiting = Tool::with_timeout(
+        "charge_card",
+        Policy::default().with_lease(Duration::from_secs(60)),
+        Some(Duration::from_millis(100)),
+    )
+    .unwrap();
+    assert_eq!(
+        kind(send(&exec, &waiting, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::InProgress
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
@@ -674,9 +904,12 @@ async fn listeners_receive_every_event_with_tool_and_key() {
     let (exec, _, _) = memory();
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = seen.clone();
-    exec.events().subscribe(Arc::new(move |e: &idemkit::Event<'_>| {
-        sink.lock().unwrap().push((e.kind, e.tool.to_string(), e.key.map(|k| k.hex())));
-    }));
+    exec.events()
+        .subscribe(Arc::new(move |e: &idemkit::Event<'_>| {
+            sink.lock()
+                .unwrap()
+                .push((e.kind, e.tool.to_string(), e.key.map(|k| k.hex())));
+        }));
     let t = tool("send_email", Policy::default());
     let runs = AtomicUsize::new(0);
     send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap();
@@ -684,5 +917,7 @@ async fn listeners_receive_every_event_with_tool_and_key() {
     let seen = seen.lock().unwrap();
     let kinds: Vec<EventKind> = seen.iter().map(|e| e.0).collect();
     assert_eq!(kinds, vec![EventKind::Acquired, EventKind::Deduplicated]);
-    assert!(seen.iter().all(|e| e.1 == "send_email" && e.2.as_ref().is_some_and(|k| k.len() == 64)));
+    assert!(seen
+        .iter()
+        .all(|e| e.1 == "send_email" && e.2.as_ref().is_some_and(|k| k.len() == 64)));
 }

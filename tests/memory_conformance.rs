@@ -6,5 +6,6 @@ use idemkit::{MemoryStore, Store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_store_passes_the_conformance_suite() {
-    idemkit::testing::check_store(|| async { Arc::new(MemoryStore::new()) as Arc<dyn Store> }).await;
+    idemkit::testing::check_store(|| async { Arc::new(MemoryStore::new()) as Arc<dyn Store> })
+        .await;
 }

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use tokio::sync::Notify;
 
 use super::{
-    ClaimReply, ClaimRequest, Claim, Completion, ListFilter, Page, RecordId, Resolution, Resolved,
+    Claim, ClaimReply, ClaimRequest, Completion, ListFilter, Page, RecordId, Resolution, Resolved,
     Store, DEFAULT_MAX_OUTCOME_BYTES,
 };
 use crate::error::StoreError;
@@ -300,9 +300,9 @@ impl Store for MemoryStore {
     async fn release(&self, id: RecordId<'_>, token: Token) -> Result<bool, StoreError> {
         let now = self.clock.now_ms();
         let mut shard = self.shard(id.key);
-        let owned = shard.live(id, now).is_some_and(|e| {
-            e.record.token == token && e.record.state == RecordState::InProgress
-        });
+        let owned = shard
+            .live(id, now)
+            .is_some_and(|e| e.record.token == token && e.record.state == RecordState::InProgress);
         if owned {
             shard.remove(id);
         }
@@ -337,7 +337,11 @@ impl Store for MemoryStore {
             );
         }
         records.sort_by(|a, b| b.claimed_at.cmp(&a.claimed_at).then(a.key.cmp(&b.key)));
-        let limit = if filter.limit == 0 { 1000 } else { filter.limit };
+        let limit = if filter.limit == 0 {
+            1000
+        } else {
+            filter.limit
+        };
         let total = records.len();
         let page: Vec<Record> = records.into_iter().skip(offset).take(limit).collect();
         let next = offset + page.len();

@@ -241,7 +241,10 @@ pub struct StoreOptions {
 /// Opens a store by URL: `memory:` (a new in-memory store), `redis://`/`rediss://` (feature
 /// `redis`), `postgres://`/`postgresql://` (feature `postgres`). Must be called inside a tokio
 /// runtime. Errors name the URL without its password.
-pub async fn open(url: &str, options: &StoreOptions) -> Result<std::sync::Arc<dyn Store>, crate::Error> {
+pub async fn open(
+    url: &str,
+    options: &StoreOptions,
+) -> Result<std::sync::Arc<dyn Store>, crate::Error> {
     let scheme = url.split(':').next().unwrap_or("").to_ascii_lowercase();
     match scheme.as_str() {
         "memory" => {
@@ -312,12 +315,18 @@ mod url_tests {
 
     #[test]
     fn passwords_are_redacted_from_urls() {
-        assert_eq!(redact_url("redis://:s3cret@127.0.0.1:6379/0"), "redis://:***@127.0.0.1:6379/0");
+        assert_eq!(
+            redact_url("redis://:s3cret@127.0.0.1:6379/0"),
+            "redis://:***@127.0.0.1:6379/0"
+        );
         assert_eq!(
             redact_url("postgres://app:pw@localhost/db?sslmode=disable"),
             "postgres://app:***@localhost/db?sslmode=disable"
         );
-        assert_eq!(redact_url("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(
+            redact_url("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379"
+        );
         assert_eq!(redact_url("memory:"), "memory:");
     }
 }

@@ -97,8 +97,14 @@ fn name(store: &Arc<dyn Store>) -> String {
 /// A claim on a key nobody holds answers `Acquired` with `lease_end` in the future.
 pub async fn claim_on_a_free_key_acquires(store: Arc<dyn Store>) {
     let key = random_key();
-    let id = RecordId { tenant: None, key: &key };
-    let reply = store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await.unwrap();
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
+    let reply = store
+        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+        .await
+        .unwrap();
     match reply.claim {
         Claim::Acquired { lease_end } => assert!(
             lease_end > reply.now_ms,
@@ -106,7 +112,10 @@ pub async fn claim_on_a_free_key_acquires(store: Arc<dyn Store>) {
             name(&store),
             reply.now_ms
         ),
-        other => panic!("{}: a free key must be acquired, got {other:?}", name(&store)),
+        other => panic!(
+            "{}: a free key must be acquired, got {other:?}",
+            name(&store)
+        ),
     }
 }
 
@@ -122,60 +131,119 @@ pub async fn concurrent_claims_have_exactly_one_winner(store: Arc<dyn Store>) {
         let start = start.clone();
         tasks.push(tokio::spawn(async move {
             start.wait().await;
-            let id = RecordId { tenant: Some(&tenant), key: &key };
-            store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await
+            let id = RecordId {
+                tenant: Some(&tenant),
+                key: &key,
+            };
+            store
+                .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+                .await
         }));
     }
     let (mut acquired, mut in_progress) = (0, 0);
     for task in tasks {
-        match task.await.expect("claim task").expect("claim answers").claim {
+        match task
+            .await
+            .expect("claim task")
+            .expect("claim answers")
+            .claim
+        {
             Claim::Acquired { .. } => acquired += 1,
             Claim::InProgress(_) => in_progress += 1,
             other => panic!("{}: unexpected answer {other:?}", name(&store)),
         }
     }
-    assert_eq!((acquired, in_progress), (1, 63), "{}: one winner among 64 claimers", name(&store));
+    assert_eq!(
+        (acquired, in_progress),
+        (1, 63),
+        "{}: one winner among 64 claimers",
+        name(&store)
+    );
 }
 
 /// A claim whose reply was lost can be retried: the same token acquires again.
 pub async fn a_claim_with_the_holders_token_acquires_again(store: Arc<dyn Store>) {
     let key = random_key();
-    let id = RecordId { tenant: None, key: &key };
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
     let token = Token::random();
-    let first = store.claim(&request(id, token, LONG_MS, LONG_MS)).await.unwrap();
+    let first = store
+        .claim(&request(id, token, LONG_MS, LONG_MS))
+        .await
+        .unwrap();
     assert!(matches!(first.claim, Claim::Acquired { .. }));
-    let again = store.claim(&request(id, token, LONG_MS, LONG_MS)).await.unwrap();
+    let again = store
+        .claim(&request(id, token, LONG_MS, LONG_MS))
+        .await
+        .unwrap();
     assert!(
         matches!(again.claim, Claim::Acquired { .. }),
         "{}: the holder's own token must acquire again, got {:?}",
         name(&store),
         again.claim
     );
-    let other = store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await.unwrap();
-    assert!(matches!(other.claim, Claim::InProgress(_)), "{}: {:?}", name(&store), other.claim);
+    let other = store
+        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+        .await
+        .unwrap();
+    assert!(
+        matches!(other.claim, Claim::InProgress(_)),
+        "{}: {:?}",
+        name(&store),
+        other.claim
+    );
 }
 
 /// A stale holder can never overwrite or free someone else's claim.
 pub async fn complete_and_release_act_only_for_the_owner(store: Arc<dyn Store>) {
     let key = random_key();
-    let id = RecordId { tenant: None, key: &key };
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
     let owner = Token::random();
     let stranger = Token::random();
-    store.claim(&request(id, owner, LONG_MS, LONG_MS)).await.unwrap();
-    let done = store.complete(id, stranger, &success("1"), LONG_MS).await.unwrap();
-    assert!(matches!(done, Completion::NotOwner(Some(_))), "{}: {done:?}", name(&store));
-    assert!(!store.release(id, stranger).await.unwrap(), "{}: stranger released", name(&store));
+    store
+        .claim(&request(id, owner, LONG_MS, LONG_MS))
+        .await
+        .unwrap();
+    let done = store
+        .complete(id, stranger, &success("1"), LONG_MS)
+        .await
+        .unwrap();
+    assert!(
+        matches!(done, Completion::NotOwner(Some(_))),
+        "{}: {done:?}",
+        name(&store)
+    );
+    assert!(
+        !store.release(id, stranger).await.unwrap(),
+        "{}: stranger released",
+        name(&store)
+    );
     let (record, _) = store.get(id).await.unwrap();
     let record = record.expect("record still there");
     assert_eq!(record.state, RecordState::InProgress);
     assert_eq!(record.token, owner);
     assert_eq!(
-        store.complete(id, owner, &success("1"), LONG_MS).await.unwrap(),
+        store
+            .complete(id, owner, &success("1"), LONG_MS)
+            .await
+            .unwrap(),
         Completion::Recorded
     );
     // After completion neither a stranger nor the owner can release it.
-    assert!(!store.release(id, owner).await.unwrap(), "{}: completed record released", name(&store));
-    let after = store.complete(id, stranger, &success("2"), LONG_MS).await.unwrap();
+    assert!(
+        !store.release(id, owner).await.unwrap(),
+        "{}: completed record released",
+        name(&store)
+    );
+    let after = store
+        .complete(id, stranger, &success("2"), LONG_MS)
+        .await
+        .unwrap();
     assert!(matches!(after, Completion::NotOwner(Some(_))));
     let (record, _) = store.get(id).await.unwrap();
     assert_eq!(record.unwrap().outcome, Some(success("1")));
@@ -184,18 +252,30 @@ pub async fn complete_and_release_act_only_for_the_owner(store: Arc<dyn Store>) 
 /// `complete(T)` on a record already completed with `T` answers ok and changes nothing.
 pub async fn complete_is_safe_to_retry(store: Arc<dyn Store>) {
     let key = random_key();
-    let id = RecordId { tenant: None, key: &key };
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
     let token = Token::random();
-    store.claim(&request(id, token, LONG_MS, LONG_MS)).await.unwrap();
+    store
+        .claim(&request(id, token, LONG_MS, LONG_MS))
+        .await
+        .unwrap();
     for _ in 0..2 {
         assert_eq!(
-            store.complete(id, token, &success(r#""ok""#), LONG_MS).await.unwrap(),
+            store
+                .complete(id, token, &success(r#""ok""#), LONG_MS)
+                .await
+                .unwrap(),
             Completion::Recorded,
             "{}",
             name(&store)
         );
     }
-    let reply = store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await.unwrap();
+    let reply = store
+        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+        .await
+        .unwrap();
     match reply.claim {
         Claim::Completed(r) => assert_eq!(r.outcome, Some(success(r#""ok""#))),
         other => panic!("{}: expected completed, got {other:?}", name(&store)),
@@ -205,16 +285,34 @@ pub async fn complete_is_safe_to_retry(store: Arc<dyn Store>) {
 /// The success JSON comes back byte for byte: big integers, unicode, nesting.
 pub async fn success_outcome_is_returned_exactly(store: Arc<dyn Store>) {
     let key = random_key();
-    let id = RecordId { tenant: None, key: &key };
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
     let token = Token::random();
-    let json = r#"{"id":9007199254740993,"name":"Jos\u00e9 \ud83d\ude00 日本","n":[1.5e300,null,true]}"#;
-    store.claim(&request(id, token, LONG_MS, LONG_MS)).await.unwrap();
-    store.complete(id, token, &success(json), LONG_MS).await.unwrap();
-    let reply = store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await.unwrap();
+    let json =
+        r#"{"id":9007199254740993,"name":"Jos\u00e9 \ud83d\ude00 日本","n":[1.5e300,null,true]}"#;
+    store
+        .claim(&request(id, token, LONG_MS, LONG_MS))
+        .await
+        .unwrap();
+    store
+        .complete(id, token, &success(json), LONG_MS)
+        .await
+        .unwrap();
+    let reply = store
+        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+        .await
+        .unwrap();
     match reply.claim {
         Claim::Completed(r) => {
             assert_eq!(r.state, RecordState::Completed);
-            assert_eq!(r.outcome.as_ref().and_then(|o| o.success_json()), Some(json), "{}", name(&store));
+            assert_eq!(
+                r.outcome.as_ref().and_then(|o| o.success_json()),
+                Some(json),
+                "{}",
+                name(&store)
+            );
         }
         other => panic!("{}: expected completed, got {other:?}", name(&store)),
     }
@@ -223,24 +321,51 @@ pub async fn success_outcome_is_returned_exactly(store: Arc<dyn Store>) {
 /// `release(T)` deletes the claim, so the next claim acquires.
 pub async fn release_frees_the_key(store: Arc<dyn Store>) {
     let key = random_key();
-    let id = RecordId { tenant: None, key: &key };
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
     let token = Token::random();
-    store.claim(&request(id, token, LONG_MS, LONG_MS)).await.unwrap();
-    assert!(store.release(id, token).await.unwrap(), "{}: owner release", name(&store));
+    store
+        .claim(&request(id, token, LONG_MS, LONG_MS))
+        .await
+        .unwrap();
+    assert!(
+        store.release(id, token).await.unwrap(),
+        "{}: owner release",
+        name(&store)
+    );
     assert_eq!(store.get(id).await.unwrap().0, None);
-    let next = store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await.unwrap();
-    assert!(matches!(next.claim, Claim::Acquired { .. }), "{}: {:?}", name(&store), next.claim);
+    let next = store
+        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+        .await
+        .unwrap();
+    assert!(
+        matches!(next.claim, Claim::Acquired { .. }),
+        "{}: {:?}",
+        name(&store),
+        next.claim
+    );
 }
 
 /// A remembered failure answers `Completed`, unless the claim asks to replace it.
 pub async fn failure_is_replaced_only_when_asked(store: Arc<dyn Store>) {
     let key = random_key();
-    let id = RecordId { tenant: None, key: &key };
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
     let token = Token::random();
     let failure = Outcome::Failure(Failure::new("SmtpError", "mailbox full"));
-    store.claim(&request(id, token, LONG_MS, LONG_MS)).await.unwrap();
+    store
+        .claim(&request(id, token, LONG_MS, LONG_MS))
+        .await
+        .unwrap();
     store.complete(id, token, &failure, LONG_MS).await.unwrap();
-    let plain = store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await.unwrap();
+    let plain = store
+        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+        .await
+        .unwrap();
     match plain.claim {
         Claim::Completed(r) => assert_eq!(r.outcome, Some(failure.clone())),
         other => panic!("{}: expected the failure, got {other:?}", name(&store)),
@@ -249,26 +374,49 @@ pub async fn failure_is_replaced_only_when_asked(store: Arc<dyn Store>) {
     let mut retry = request(id, retrier, LONG_MS, LONG_MS);
     retry.retry_failure = true;
     let reply = store.claim(&retry).await.unwrap();
-    assert!(matches!(reply.claim, Claim::Acquired { .. }), "{}: {:?}", name(&store), reply.claim);
+    assert!(
+        matches!(reply.claim, Claim::Acquired { .. }),
+        "{}: {:?}",
+        name(&store),
+        reply.claim
+    );
     let (record, _) = store.get(id).await.unwrap();
     let record = record.unwrap();
-    assert_eq!((record.state, record.token, record.outcome), (RecordState::InProgress, retrier, None));
+    assert_eq!(
+        (record.state, record.token, record.outcome),
+        (RecordState::InProgress, retrier, None)
+    );
     // A remembered success is never replaced.
-    store.complete(id, retrier, &success("7"), LONG_MS).await.unwrap();
+    store
+        .complete(id, retrier, &success("7"), LONG_MS)
+        .await
+        .unwrap();
     let mut again = request(id, Token::random(), LONG_MS, LONG_MS);
     again.retry_failure = true;
-    assert!(matches!(store.claim(&again).await.unwrap().claim, Claim::Completed(_)));
+    assert!(matches!(
+        store.claim(&again).await.unwrap().claim,
+        Claim::Completed(_)
+    ));
 }
 
 /// When the lease ends without an outcome the record reads as abandoned, and no claim takes it over.
 pub async fn lease_end_makes_a_claim_abandoned_and_never_taken_over(store: Arc<dyn Store>) {
     let key = random_key();
-    let id = RecordId { tenant: None, key: &key };
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
     let holder = Token::random();
-    store.claim(&request(id, holder, SHORT_LEASE_MS, LONG_MS)).await.unwrap();
+    store
+        .claim(&request(id, holder, SHORT_LEASE_MS, LONG_MS))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS + 150)).await;
     for _ in 0..2 {
-        let reply = store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await.unwrap();
+        let reply = store
+            .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+            .await
+            .unwrap();
         match reply.claim {
             Claim::Abandoned(r) => assert_eq!(r.token, holder, "{}", name(&store)),
             other => panic!("{}: expected abandoned, got {other:?}", name(&store)),
@@ -281,59 +429,133 @@ pub async fn lease_end_makes_a_claim_abandoned_and_never_taken_over(store: Arc<d
 /// `complete(T)` works after the lease ended: a late outcome turns abandoned into completed.
 pub async fn late_complete_turns_abandoned_into_completed(store: Arc<dyn Store>) {
     let key = random_key();
-    let id = RecordId { tenant: None, key: &key };
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
     let holder = Token::random();
-    store.claim(&request(id, holder, SHORT_LEASE_MS, LONG_MS)).await.unwrap();
+    store
+        .claim(&request(id, holder, SHORT_LEASE_MS, LONG_MS))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS + 150)).await;
     assert_eq!(
-        store.complete(id, holder, &success("42"), LONG_MS).await.unwrap(),
+        store
+            .complete(id, holder, &success("42"), LONG_MS)
+            .await
+            .unwrap(),
         Completion::Recorded,
         "{}",
         name(&store)
     );
-    let reply = store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await.unwrap();
-    assert!(matches!(reply.claim, Claim::Completed(_)), "{}: {:?}", name(&store), reply.claim);
+    let reply = store
+        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+        .await
+        .unwrap();
+    assert!(
+        matches!(reply.claim, Claim::Completed(_)),
+        "{}: {:?}",
+        name(&store),
+        reply.claim
+    );
 }
 
 /// After `expires_at` a record is invisible to every read and the key is free.
 pub async fn expired_records_are_invisible_and_free(store: Arc<dyn Store>) {
     let key = random_key();
-    let id = RecordId { tenant: None, key: &key };
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
     let token = Token::random();
-    store.claim(&request(id, token, LONG_MS, SHORT_TTL_MS)).await.unwrap();
-    store.complete(id, token, &success("1"), SHORT_TTL_MS).await.unwrap();
+    store
+        .claim(&request(id, token, LONG_MS, SHORT_TTL_MS))
+        .await
+        .unwrap();
+    store
+        .complete(id, token, &success("1"), SHORT_TTL_MS)
+        .await
+        .unwrap();
     assert!(store.get(id).await.unwrap().0.is_some());
     tokio::time::sleep(Duration::from_millis(SHORT_TTL_MS + 150)).await;
-    assert_eq!(store.get(id).await.unwrap().0, None, "{}: expired record visible", name(&store));
-    let filter = ListFilter { tenant: Some(None), status: None, limit: 0 };
+    assert_eq!(
+        store.get(id).await.unwrap().0,
+        None,
+        "{}: expired record visible",
+        name(&store)
+    );
+    let filter = ListFilter {
+        tenant: Some(None),
+        status: None,
+        limit: 0,
+    };
     let mut cursor: Option<String> = None;
     loop {
         let page = store.list(&filter, cursor.as_deref()).await.unwrap();
-        assert!(page.records.iter().all(|r| r.key != key.hex()), "{}: expired record listed", name(&store));
+        assert!(
+            page.records.iter().all(|r| r.key != key.hex()),
+            "{}: expired record listed",
+            name(&store)
+        );
         match page.next_cursor {
             Some(c) => cursor = Some(c),
             None => break,
         }
     }
-    let reply = store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await.unwrap();
-    assert!(matches!(reply.claim, Claim::Acquired { .. }), "{}: {:?}", name(&store), reply.claim);
+    let reply = store
+        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+        .await
+        .unwrap();
+    assert!(
+        matches!(reply.claim, Claim::Acquired { .. }),
+        "{}: {:?}",
+        name(&store),
+        reply.claim
+    );
 }
 
 /// The same key under two tenants is two records.
 pub async fn tenants_are_separate(store: Arc<dyn Store>) {
     let key = random_key();
     let (a, b) = (random_tenant(), random_tenant());
-    let ida = RecordId { tenant: Some(&a), key: &key };
-    let idb = RecordId { tenant: Some(&b), key: &key };
-    let idn = RecordId { tenant: None, key: &key };
+    let ida = RecordId {
+        tenant: Some(&a),
+        key: &key,
+    };
+    let idb = RecordId {
+        tenant: Some(&b),
+        key: &key,
+    };
+    let idn = RecordId {
+        tenant: None,
+        key: &key,
+    };
     for id in [ida, idb, idn] {
-        let reply = store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await.unwrap();
-        assert!(matches!(reply.claim, Claim::Acquired { .. }), "{}: {:?}", name(&store), reply.claim);
+        let reply = store
+            .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+            .await
+            .unwrap();
+        assert!(
+            matches!(reply.claim, Claim::Acquired { .. }),
+            "{}: {:?}",
+            name(&store),
+            reply.claim
+        );
     }
     let empty = String::new();
-    let ide = RecordId { tenant: Some(&empty), key: &key };
-    let reply = store.claim(&request(ide, Token::random(), LONG_MS, LONG_MS)).await.unwrap();
-    assert!(matches!(reply.claim, Claim::Acquired { .. }), "{}: \"\" is a tenant distinct from none", name(&store));
+    let ide = RecordId {
+        tenant: Some(&empty),
+        key: &key,
+    };
+    let reply = store
+        .claim(&request(ide, Token::random(), LONG_MS, LONG_MS))
+        .await
+        .unwrap();
+    assert!(
+        matches!(reply.claim, Claim::Acquired { .. }),
+        "{}: \"\" is a tenant distinct from none",
+        name(&store)
+    );
     store.forget(Some("")).await.unwrap();
 }
 
@@ -343,16 +565,52 @@ pub async fn forget_removes_one_tenant_only(store: Arc<dyn Store>) {
     let keys: Vec<Key> = (0..5).map(|_| random_key()).collect();
     for key in &keys {
         for tenant in [&gone, &kept] {
-            let id = RecordId { tenant: Some(tenant), key };
+            let id = RecordId {
+                tenant: Some(tenant),
+                key,
+            };
             let token = Token::random();
-            store.claim(&request(id, token, LONG_MS, LONG_MS)).await.unwrap();
-            store.complete(id, token, &success("1"), LONG_MS).await.unwrap();
+            store
+                .claim(&request(id, token, LONG_MS, LONG_MS))
+                .await
+                .unwrap();
+            store
+                .complete(id, token, &success("1"), LONG_MS)
+                .await
+                .unwrap();
         }
     }
-    assert_eq!(store.forget(Some(&gone)).await.unwrap(), 5, "{}: forget count", name(&store));
+    assert_eq!(
+        store.forget(Some(&gone)).await.unwrap(),
+        5,
+        "{}: forget count",
+        name(&store)
+    );
     for key in &keys {
-        assert_eq!(store.get(RecordId { tenant: Some(&gone), key }).await.unwrap().0, None);
-        assert!(store.get(RecordId { tenant: Some(&kept), key }).await.unwrap().0.is_some(), "{}: other tenant lost a record", name(&store));
+        assert_eq!(
+            store
+                .get(RecordId {
+                    tenant: Some(&gone),
+                    key
+                })
+                .await
+                .unwrap()
+                .0,
+            None
+        );
+        assert!(
+            store
+                .get(RecordId {
+                    tenant: Some(&kept),
+                    key
+                })
+                .await
+                .unwrap()
+                .0
+                .is_some(),
+            "{}: other tenant lost a record",
+            name(&store)
+        );
     }
     assert_eq!(store.forget(Some(&kept)).await.unwrap(), 5);
 }
@@ -363,25 +621,64 @@ pub async fn purge_expired_removes_expired_records(store: Arc<dyn Store>) {
     let short = random_key();
     let long = random_key();
     for (key, ttl) in [(&short, SHORT_TTL_MS), (&long, LONG_MS)] {
-        let id = RecordId { tenant: Some(&tenant), key };
+        let id = RecordId {
+            tenant: Some(&tenant),
+            key,
+        };
         let token = Token::random();
-        store.claim(&request(id, token, LONG_MS, ttl)).await.unwrap();
+        store
+            .claim(&request(id, token, LONG_MS, ttl))
+            .await
+            .unwrap();
         store.complete(id, token, &success("1"), ttl).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(SHORT_TTL_MS + 150)).await;
     store.purge_expired().await.unwrap();
-    assert_eq!(store.get(RecordId { tenant: Some(&tenant), key: &short }).await.unwrap().0, None);
-    assert!(store.get(RecordId { tenant: Some(&tenant), key: &long }).await.unwrap().0.is_some(), "{}: purge removed a live record", name(&store));
-    assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 1, "{}: the expired record should be gone from storage", name(&store));
+    assert_eq!(
+        store
+            .get(RecordId {
+                tenant: Some(&tenant),
+                key: &short
+            })
+            .await
+            .unwrap()
+            .0,
+        None
+    );
+    assert!(
+        store
+            .get(RecordId {
+                tenant: Some(&tenant),
+                key: &long
+            })
+            .await
+            .unwrap()
+            .0
+            .is_some(),
+        "{}: purge removed a live record",
+        name(&store)
+    );
+    assert_eq!(
+        store.forget(Some(&tenant)).await.unwrap(),
+        1,
+        "{}: the expired record should be gone from storage",
+        name(&store)
+    );
 }
 
 /// A record keeps key, tenant, scope, token and consistent timestamps; never the input.
 pub async fn record_fields_are_kept(store: Arc<dyn Store>) {
     let key = random_key();
     let tenant = random_tenant();
-    let id = RecordId { tenant: Some(&tenant), key: &key };
+    let id = RecordId {
+        tenant: Some(&tenant),
+        key: &key,
+    };
     let token = Token::random();
-    let reply = store.claim(&request(id, token, 60_000, 120_000)).await.unwrap();
+    let reply = store
+        .claim(&request(id, token, 60_000, 120_000))
+        .await
+        .unwrap();
     let (record, now) = store.get(id).await.unwrap();
     let r = record.expect("claimed record");
     assert_eq!(r.key, key.hex());
@@ -390,43 +687,127 @@ pub async fn record_fields_are_kept(store: Arc<dyn Store>) {
     assert_eq!(r.token, token);
     assert_eq!(r.state, RecordState::InProgress);
     assert_eq!(r.format, crate::record::RECORD_FORMAT);
-    assert!((r.claimed_at - reply.now_ms).abs() <= 1000, "{}: claimed_at {} vs now {}", name(&store), r.claimed_at, reply.now_ms);
-    assert_eq!(r.lease_end - r.claimed_at, 60_000, "{}: lease_end = claimed_at + lease", name(&store));
-    assert_eq!(r.expires_at - r.lease_end, 120_000, "{}: expires_at = lease_end + ttl", name(&store));
+    assert!(
+        (r.claimed_at - reply.now_ms).abs() <= 1000,
+        "{}: claimed_at {} vs now {}",
+        name(&store),
+        r.claimed_at,
+        reply.now_ms
+    );
+    assert_eq!(
+        r.lease_end - r.claimed_at,
+        60_000,
+        "{}: lease_end = claimed_at + lease",
+        name(&store)
+    );
+    assert_eq!(
+        r.expires_at - r.lease_end,
+        120_000,
+        "{}: expires_at = lease_end + ttl",
+        name(&store)
+    );
     assert!(now >= r.claimed_at);
-    store.complete(id, token, &success("true"), 90_000).await.unwrap();
+    store
+        .complete(id, token, &success("true"), 90_000)
+        .await
+        .unwrap();
     let (record, now) = store.get(id).await.unwrap();
     let r = record.unwrap();
     assert_eq!(r.state, RecordState::Completed);
-    assert!((r.expires_at - now - 90_000).abs() <= 1000, "{}: expires_at = now + ttl after completion", name(&store));
+    assert!(
+        (r.expires_at - now - 90_000).abs() <= 1000,
+        "{}: expires_at = now + ttl after completion",
+        name(&store)
+    );
     store.forget(Some(&tenant)).await.unwrap();
 }
 
 /// Operators settle in-progress/abandoned records whose token they name; completed ones are refused.
-pub async fn resolve_settles_only_unfinished_records_with_the_expected_token(store: Arc<dyn Store>) {
+pub async fn resolve_settles_only_unfinished_records_with_the_expected_token(
+    store: Arc<dyn Store>,
+) {
     let key = random_key();
-    let id = RecordId { tenant: None, key: &key };
-    assert_eq!(store.resolve(id, Token::random(), &Resolution::Release).await.unwrap(), Resolved::NotFound);
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
+    assert_eq!(
+        store
+            .resolve(id, Token::random(), &Resolution::Release)
+            .await
+            .unwrap(),
+        Resolved::NotFound
+    );
     let holder = Token::random();
-    store.claim(&request(id, holder, SHORT_LEASE_MS, LONG_MS)).await.unwrap();
+    store
+        .claim(&request(id, holder, SHORT_LEASE_MS, LONG_MS))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS + 100)).await;
-    let wrong = store.resolve(id, Token::random(), &Resolution::Release).await.unwrap();
-    assert!(matches!(wrong, Resolved::TokenMismatch(_)), "{}: {wrong:?}", name(&store));
-    let settle = Resolution::Complete { outcome: success(r#"{"resolved":true}"#), ttl_ms: LONG_MS };
-    assert_eq!(store.resolve(id, holder, &settle).await.unwrap(), Resolved::Done, "{}", name(&store));
-    match store.claim(&request(id, Token::random(), LONG_MS, LONG_MS)).await.unwrap().claim {
+    let wrong = store
+        .resolve(id, Token::random(), &Resolution::Release)
+        .await
+        .unwrap();
+    assert!(
+        matches!(wrong, Resolved::TokenMismatch(_)),
+        "{}: {wrong:?}",
+        name(&store)
+    );
+    let settle = Resolution::Complete {
+        outcome: success(r#"{"resolved":true}"#),
+        ttl_ms: LONG_MS,
+    };
+    assert_eq!(
+        store.resolve(id, holder, &settle).await.unwrap(),
+        Resolved::Done,
+        "{}",
+        name(&store)
+    );
+    match store
+        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+        .await
+        .unwrap()
+        .claim
+    {
         Claim::Completed(r) => assert_eq!(r.outcome, Some(success(r#"{"resolved":true}"#))),
-        other => panic!("{}: expected the resolved outcome, got {other:?}", name(&store)),
+        other => panic!(
+            "{}: expected the resolved outcome, got {other:?}",
+            name(&store)
+        ),
     }
-    let again = store.resolve(id, holder, &Resolution::Release).await.unwrap();
-    assert!(matches!(again, Resolved::AlreadyCompleted(_)), "{}: {again:?}", name(&store));
+    let again = store
+        .resolve(id, holder, &Resolution::Release)
+        .await
+        .unwrap();
+    assert!(
+        matches!(again, Resolved::AlreadyCompleted(_)),
+        "{}: {again:?}",
+        name(&store)
+    );
 
     let key2 = random_key();
-    let id2 = RecordId { tenant: None, key: &key2 };
+    let id2 = RecordId {
+        tenant: None,
+        key: &key2,
+    };
     let holder2 = Token::random();
-    store.claim(&request(id2, holder2, LONG_MS, LONG_MS)).await.unwrap();
-    assert_eq!(store.resolve(id2, holder2, &Resolution::Release).await.unwrap(), Resolved::Done);
-    assert_eq!(store.get(id2).await.unwrap().0, None, "{}: released record remains", name(&store));
+    store
+        .claim(&request(id2, holder2, LONG_MS, LONG_MS))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .resolve(id2, holder2, &Resolution::Release)
+            .await
+            .unwrap(),
+        Resolved::Done
+    );
+    assert_eq!(
+        store.get(id2).await.unwrap().0,
+        None,
+        "{}: released record remains",
+        name(&store)
+    );
 }
 
 /// `list` returns live records filtered by tenant and by worked-out status.
@@ -434,17 +815,68 @@ pub async fn list_filters_by_tenant_and_status(store: Arc<dyn Store>) {
     let tenant = random_tenant();
     let (done, running, dead) = (random_key(), random_key(), random_key());
     let token = Token::random();
-    let id = |key| RecordId { tenant: Some(&tenant), key };
-    store.claim(&request(id(&done), token, LONG_MS, LONG_MS)).await.unwrap();
-    store.complete(id(&done), token, &success("1"), LONG_MS).await.unwrap();
-    store.claim(&request(id(&running), Token::random(), LONG_MS, LONG_MS)).await.unwrap();
-    store.claim(&request(id(&dead), Token::random(), SHORT_LEASE_MS, LONG_MS)).await.unwrap();
+    let id = |key| RecordId {
+        tenant: Some(&tenant),
+        key,
+    };
+    store
+        .claim(&request(id(&done), token, LONG_MS, LONG_MS))
+        .await
+        .unwrap();
+    store
+        .complete(id(&done), token, &success("1"), LONG_MS)
+        .await
+        .unwrap();
+    store
+        .claim(&request(id(&running), Token::random(), LONG_MS, LONG_MS))
+        .await
+        .unwrap();
+    store
+        .claim(&request(
+            id(&dead),
+            Token::random(),
+            SHORT_LEASE_MS,
+            LONG_MS,
+        ))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS + 100)).await;
-    let all = collect(&store, ListFilter { tenant: Some(Some(tenant.clone())), status: None, limit: 2 }).await;
-    assert_eq!(all.len(), 3, "{}: three records in the tenant, paged by 2", name(&store));
-    for (status, key) in [(Status::Completed, &done), (Status::InProgress, &running), (Status::Abandoned, &dead)] {
-        let found = collect(&store, ListFilter { tenant: Some(Some(tenant.clone())), status: Some(status), limit: 0 }).await;
-        assert_eq!(found, vec![key.hex()], "{}: list --state {}", name(&store), status);
+    let all = collect(
+        &store,
+        ListFilter {
+            tenant: Some(Some(tenant.clone())),
+            status: None,
+            limit: 2,
+        },
+    )
+    .await;
+    assert_eq!(
+        all.len(),
+        3,
+        "{}: three records in the tenant, paged by 2",
+        name(&store)
+    );
+    for (status, key) in [
+        (Status::Completed, &done),
+        (Status::InProgress, &running),
+        (Status::Abandoned, &dead),
+    ] {
+        let found = collect(
+            &store,
+            ListFilter {
+                tenant: Some(Some(tenant.clone())),
+                status: Some(status),
+                limit: 0,
+            },
+        )
+        .await;
+        assert_eq!(
+            found,
+            vec![key.hex()],
+            "{}: list --state {}",
+            name(&store),
+            status
+        );
     }
     store.forget(Some(&tenant)).await.unwrap();
 }
@@ -468,30 +900,57 @@ pub async fn wait_for_change_returns_when_an_outcome_lands(store: Arc<dyn Store>
     let key = random_key();
     let holder = Token::random();
     {
-        let id = RecordId { tenant: None, key: &key };
-        store.claim(&request(id, holder, LONG_MS, LONG_MS)).await.unwrap();
+        let id = RecordId {
+            tenant: None,
+            key: &key,
+        };
+        store
+            .claim(&request(id, holder, LONG_MS, LONG_MS))
+            .await
+            .unwrap();
     }
     let completer = {
         let store = store.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            let id = RecordId { tenant: None, key: &key };
-            store.complete(id, holder, &success("1"), LONG_MS).await.unwrap();
+            let id = RecordId {
+                tenant: None,
+                key: &key,
+            };
+            store
+                .complete(id, holder, &success("1"), LONG_MS)
+                .await
+                .unwrap();
         })
     };
-    let id = RecordId { tenant: None, key: &key };
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
     let started = Instant::now();
     let until = started + Duration::from_secs(10);
     let mut attempt = 0;
     loop {
-        store.wait_for_change(id, holder, until, attempt).await.unwrap();
+        store
+            .wait_for_change(id, holder, until, attempt)
+            .await
+            .unwrap();
         attempt += 1;
         let (record, _) = store.get(id).await.unwrap();
         if record.is_some_and(|r| r.state == RecordState::Completed) {
             break;
         }
-        assert!(Instant::now() < until, "{}: the waiter never saw the outcome", name(&store));
+        assert!(
+            Instant::now() < until,
+            "{}: the waiter never saw the outcome",
+            name(&store)
+        );
     }
-    assert!(started.elapsed() < Duration::from_secs(2), "{}: waited {:?}", name(&store), started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{}: waited {:?}",
+        name(&store),
+        started.elapsed()
+    );
     completer.await.unwrap();
 }
