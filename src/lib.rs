@@ -52,10 +52,13 @@ pub mod testing;
 pub use error::{Error, ErrorKind, StoreError};
 pub use events::{Event, EventKind, Events, Listener};
 pub use executor::{Attempt, CallContext, CallError, CallInfo, Executor, Recording, Step};
-pub use key::{derive_key, CanonicalValue, Key, KeyError, KeyInput, KeyScope};
+pub use key::{
+    canonical_material, derive_key, is_blank, CanonicalObject, CanonicalValue, Key, KeyError,
+    KeyInput, KeyScope, Number,
+};
 pub use policy::{KeyStrategy, Policy, RetryBehavior, Tool};
 pub use record::{Failure, Outcome, Record, RecordState, Status, Token};
-pub use store::{ManualClock, MemoryStore, Store};
+pub use store::{ManualClock, MemoryStore, Store, StoreOptions};
 
 /// The library's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
