@@ -27,7 +27,7 @@
 //! TLS is not built in: `sslmode=disable` and `sslmode=prefer` (the default) connect in plain
 //! text; `sslmode=require` is refused with a configuration error.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -48,8 +48,11 @@ pub const DEFAULT_TABLE: &str = "idemkit_records";
 /// The schema, as shipped for migration tools (table `idemkit_records`).
 pub const SCHEMA_SQL: &str = include_str!("../../sql/postgres/001_idemkit_records.sql");
 
-/// How many connections a store keeps (used round-robin, each pipelining concurrent callers).
-const CONNECTIONS: usize = 4;
+/// The most connections a store opens. They are opened as concurrent callers need them: a call
+/// takes an idle connection, or opens one more, or (at the limit) shares the least busy one,
+/// whose statements tokio-postgres then pipelines. Commits on one connection wait for each
+/// other's WAL flush, so concurrent callers need connections of their own to commit together.
+const CONNECTIONS: usize = 16;
 /// How long connecting may take (unless the URL sets `connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long one statement may take before the call fails as store-unavailable.
@@ -358,6 +361,26 @@ struct Session {
 struct Slot {
     current: Mutex<Option<Arc<Session>>>,
     connecting: tokio::sync::Mutex<()>,
+    /// Whether the slot is in use (it has, or is making, a connection).
+    opened: AtomicBool,
+    /// Statements in flight on the slot's connection.
+    busy: AtomicUsize,
+}
+
+/// Marks a slot busy while a statement runs on it.
+struct Busy<'a>(&'a Slot);
+
+impl<'a> Busy<'a> {
+    fn new(slot: &'a Slot) -> Busy<'a> {
+        slot.busy.fetch_add(1, Ordering::Relaxed);
+        Busy(slot)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Records in a PostgreSQL table: see the module documentation.
@@ -541,7 +564,13 @@ impl PostgresStore {
         if let Some(session) = live(slot) {
             return Ok(session);
         }
-        let session = Arc::new(self.new_session().await?);
+        let session = match self.new_session().await {
+            Ok(session) => Arc::new(session),
+            Err(e) => {
+                slot.opened.store(false, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
         *slot.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(session.clone());
         Ok(session)
     }
@@ -553,15 +582,46 @@ impl PostgresStore {
         }
     }
 
-    /// Runs `op` with a session of the next slot, under the statement timeout. A statement
-    /// that failed because its connection broke is sent once more on a fresh connection when
-    /// `repeatable`.
+    /// The slot for the next statement: an idle open one, else a new one, else the least busy.
+    fn pick(&self) -> &Slot {
+        let n = self.slots.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let mut least: Option<(usize, &Slot)> = None;
+        for i in 0..n {
+            let slot = &self.slots[(start + i) % n];
+            if !slot.opened.load(Ordering::Relaxed) {
+                continue;
+            }
+            let busy = slot.busy.load(Ordering::Relaxed);
+            if busy == 0 {
+                return slot;
+            }
+            if least.map_or(true, |(fewest, _)| busy < fewest) {
+                least = Some((busy, slot));
+            }
+        }
+        for slot in &self.slots {
+            if slot
+                .opened
+                .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                return slot;
+            }
+        }
+        least.map(|(_, slot)| slot).unwrap_or(&self.slots[start])
+    }
+
+    /// Runs `op` on a session (see [`PostgresStore::pick`]), under the statement timeout. A
+    /// statement that failed because its connection broke is sent once more on a fresh
+    /// connection when `repeatable`.
     async fn run<T, F, Fut>(&self, repeatable: bool, op: F) -> Result<T, StoreError>
     where
         F: Fn(Arc<Session>) -> Fut,
         Fut: std::future::Future<Output = Result<T, tokio_postgres::Error>>,
     {
-        let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
+        let slot = self.pick();
+        let _busy = Busy::new(slot);
         let mut tries = if repeatable { 2 } else { 1 };
         loop {
             tries -= 1;
