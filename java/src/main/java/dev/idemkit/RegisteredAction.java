@@ -467,6 +467,10 @@ final class RegisteredAction {
 
     @Override
     public String toString() {
-        return "action " + name + " " + method + " " + String.join("", template) + " " + params.keySet();
+        StringBuilder endpoint = new StringBuilder();
+        for (int i = 0; i < template.size(); i++) {
+            endpoint.append(i % 2 == 0 ? template.get(i) : "{" + template.get(i) + "}");
+        }
+        return "action " + name + " " + method + " " + endpoint + " " + paramType + " " + params.keySet();
     }
 }

@@ -122,6 +122,7 @@ public final class WebServiceExecutor {
         final Retry retry;
         final KeyHeaderForm keyHeaderForm;
         final ObjectMapper mapper;
+        final boolean setsContentType;
 
         Registry(NativeIdempotencyStore store, HttpClient client, String baseUri, Map<String, List<String>> headers,
                 Retry retry, KeyHeaderForm keyHeaderForm, ObjectMapper mapper) {
@@ -132,6 +133,7 @@ public final class WebServiceExecutor {
             this.retry = retry;
             this.keyHeaderForm = keyHeaderForm;
             this.mapper = mapper;
+            this.setsContentType = headers.keySet().stream().anyMatch("Content-Type"::equalsIgnoreCase);
         }
     }
 
@@ -395,7 +397,9 @@ public final class WebServiceExecutor {
             builder.header(IDEMPOTENCY_KEY, r.keyHeaderForm == KeyHeaderForm.STRUCTURED_STRING ? "\"" + key + "\"" : key);
         }
         if (request.body != null) {
-            builder.header("Content-Type", "application/json");
+            if (!r.setsContentType) {
+                builder.header("Content-Type", "application/json");
+            }
             builder.method(a.method.name(), HttpRequest.BodyPublishers.ofByteArray(request.body));
         } else {
             builder.method(a.method.name(), HttpRequest.BodyPublishers.noBody());
@@ -423,7 +427,10 @@ public final class WebServiceExecutor {
             try {
                 response = send(r.client, builder.build(), remaining);
             } catch (IOException transport) {
-                boolean timedOut = transport instanceof HttpTimeoutException && remaining != Long.MAX_VALUE;
+                // Cut at the call's deadline: no time is left to retry. (A connect timeout of the
+                // client's own, with time left, is a transport error like any other.)
+                boolean timedOut = transport instanceof HttpTimeoutException && deadline != Long.MAX_VALUE
+                        && deadline - System.nanoTime() <= TimeUnit.MILLISECONDS.toNanos(5);
                 String what = timedOut ? "got no response within timeoutMs = " + a.timeoutMs
                         : "got no response (" + transport + ")";
                 if (!timedOut && attempt < maxAttempts && pause(r.retry.pauseBefore(attempt + 1), deadline)) {
@@ -622,7 +629,10 @@ public final class WebServiceExecutor {
             return baseUri(baseUri.toString());
         }
 
-        /** A header every request carries (e.g. {@code Authorization}); may be given more than once. */
+        /**
+         * A header every request carries (e.g. {@code Authorization}); may be given more than once.
+         * A {@code Content-Type} given here replaces the {@code application/json} of BODY requests.
+         */
         public Builder header(String name, String value) {
             Objects.requireNonNull(name, "name");
             Objects.requireNonNull(value, "value");
