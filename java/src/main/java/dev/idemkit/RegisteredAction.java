@@ -68,6 +68,12 @@ final class RegisteredAction {
     final KeyStrategy strategy;
     final IdempotencyKeySupplier supplier;
     final IdempotentInvoker.NativeTool nativeTool;
+    /**
+     * For HASH_INPUT/EXPLICIT: a native tool of the same name, strategy and keyArguments under
+     * FAIL_FAST, run on a private memory store only to learn a replay's key (the core's begin does
+     * not hand it back with a replay); 0 otherwise.
+     */
+    final long keyProbe;
     final IdempotentInvoker.ResultCodec codec;
     final JavaType returnType;
     final Result result;
@@ -82,7 +88,7 @@ final class RegisteredAction {
 
     private RegisteredAction(String name, String description, HttpMethod method, ParamType paramType, long timeoutMs,
             KeyStrategy strategy, IdempotencyKeySupplier supplier, IdempotentInvoker.NativeTool nativeTool,
-            JavaType returnType, List<String> template, Map<String, Param> params, Set<String> pathNames,
+            long keyProbe, JavaType returnType, List<String> template, Map<String, Param> params, Set<String> pathNames,
             ObjectMapper mapper) {
         this.name = name;
         this.description = description;
@@ -92,6 +98,7 @@ final class RegisteredAction {
         this.strategy = strategy;
         this.supplier = supplier;
         this.nativeTool = nativeTool;
+        this.keyProbe = keyProbe;
         this.returnType = returnType;
         this.template = template;
         this.params = params;
@@ -243,9 +250,19 @@ final class RegisteredAction {
                 ws.timeoutMs(), params.keySet().toArray(new String[0]));
         IdempotentInvoker.NativeTool nativeTool = new IdempotentInvoker.NativeTool(name, strategy, ws.timeoutMs() > 0,
                 handle);
+        long keyProbe = 0;
+        if (strategy == KeyStrategy.HASH_INPUT || strategy == KeyStrategy.EXPLICIT) {
+            try {
+                keyProbe = NativeBridge.toolNew(name, strategy.name(), 1, RetryBehavior.FAIL_FAST.name(), false,
+                        keyArguments, 1, 0, null);
+            } catch (RuntimeException e) {
+                NativeBridge.toolDestroy(handle);
+                throw e;
+            }
+        }
         JavaType returnType = mapper.getTypeFactory().constructType(method.getGenericReturnType());
         return new RegisteredAction(name, ws.description(), httpMethod, paramType, ws.timeoutMs(), strategy, supplier,
-                nativeTool, returnType, Collections.unmodifiableList(template), Collections.unmodifiableMap(params),
+                nativeTool, keyProbe, returnType, Collections.unmodifiableList(template), Collections.unmodifiableMap(params),
                 Collections.unmodifiableSet(pathNames), mapper);
     }
 

@@ -123,6 +123,8 @@ public final class WebServiceExecutor {
         final KeyHeaderForm keyHeaderForm;
         final ObjectMapper mapper;
         final boolean setsContentType;
+        /** Where a replay's key is derived again (see {@link RegisteredAction#keyProbe}). */
+        final InMemoryIdempotencyStore keyProbes = new InMemoryIdempotencyStore();
 
         Registry(NativeIdempotencyStore store, HttpClient client, String baseUri, Map<String, List<String>> headers,
                 Retry retry, KeyHeaderForm keyHeaderForm, ObjectMapper mapper) {
@@ -201,6 +203,9 @@ public final class WebServiceExecutor {
                     for (Method method : webServiceMethods(role.getClass())) {
                         RegisteredAction action = RegisteredAction.of(role, method, r.baseUri, r.mapper);
                         handles.add(action.nativeTool.handle);
+                        if (action.keyProbe != 0) {
+                            handles.add(action.keyProbe);
+                        }
                         if (r.actions.containsKey(action.name) || added.putIfAbsent(action.name, action) != null) {
                             throw new IllegalArgumentException("two web-service actions are named `" + action.name
                                     + "`; action names are key scopes and must be unique");
@@ -375,9 +380,42 @@ public final class WebServiceExecutor {
         }
         Registry r = registry;
         try {
-            return (WebServiceResponse<Object>) IdempotentInvoker.invoke(r.store, a.nativeTool, tenant, run, json,
-                    supplied, context -> exchange(r, a, request, context, started), a.codec);
+            WebServiceResponse<Object> response = (WebServiceResponse<Object>) IdempotentInvoker.invoke(r.store,
+                    a.nativeTool, tenant, run, json, supplied, context -> exchange(r, a, request, context, started),
+                    a.codec);
+            if (response.replayed() && json != null) {
+                response = response.withKey(replayKey(r, a, tenant, run, json));
+            }
+            return response;
         } finally {
+            Reference.reachabilityFence(r);
+        }
+    }
+
+    /**
+     * The key of a replayed call, derived again by the core: a FAIL_FAST twin of the action claims
+     * it on a private memory store and lets go at once. (The core's begin does not hand the key
+     * back with a replay; when it does, this goes.)
+     */
+    private static String replayKey(Registry r, RegisteredAction a, String tenant, String run, JsonInput json) {
+        long[] out = new long[2];
+        long probes = r.keyProbes.handle.acquire();
+        try {
+            NativeBridge.begin(probes, a.keyProbe, tenant, run, json.bytes, json.length,
+                    a.strategy == KeyStrategy.EXPLICIT, 1, out);
+            if (out[0] == 0) {
+                return null;
+            }
+            try {
+                return NativeBridge.attemptKey(out[0]);
+            } finally {
+                NativeBridge.abandonUnrun(out[0]);
+                NativeBridge.attemptDestroy(out[0]);
+            }
+        } catch (IdempotencyException heldByAnotherProbe) {
+            return heldByAnotherProbe.key();
+        } finally {
+            r.keyProbes.handle.release();
             Reference.reachabilityFence(r);
         }
     }

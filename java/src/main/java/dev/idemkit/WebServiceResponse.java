@@ -48,6 +48,11 @@ public final class WebServiceResponse<T> {
         return new WebServiceResponse<>(converted, status, headers, replayed, key, attempts, context);
     }
 
+    /** The same answer under {@code key}. */
+    WebServiceResponse<T> withKey(String key) {
+        return new WebServiceResponse<>(value, status, headers, replayed, key, attempts, context);
+    }
+
     /** The body read as the action's declared return type (null for {@code void}). */
     public T value() {
         return value;
@@ -69,9 +74,8 @@ public final class WebServiceResponse<T> {
     }
 
     /**
-     * The key the request was sent under: the 64-hex key ({@code HASH_INPUT}, {@code EXPLICIT}),
-     * the fresh UUID ({@code UUID}), or null ({@code NONE}, and a replayed answer: the core hands a
-     * replay over without its key).
+     * The call's key: the 64-hex key ({@code HASH_INPUT}, {@code EXPLICIT}; for a replayed answer
+     * too), the fresh UUID ({@code UUID}), or null ({@code NONE}).
      */
     public String key() {
         return key;

@@ -223,6 +223,8 @@ class WebServiceExecutorTest {
             assertTrue(retry.status().isEmpty());
             assertEquals(0, retry.attempts());
             assertEquals(first.value().seq, retry.value().seq);
+            assertEquals(first.key(), retry.key(), "a replay knows its key");
+            assertTrue(retry.context().isEmpty());
         }
         Recorded only = server.only();
         assertEquals("POST", only.method);
@@ -251,6 +253,7 @@ class WebServiceExecutorTest {
                 WebServiceResponse<Receipt> r = call.get(20, TimeUnit.SECONDS);
                 assertEquals(1, r.value().seq);
                 assertEquals("slow", r.value().note);
+                assertEquals(server.only().single("Idempotency-Key"), r.key());
                 fresh += r.replayed() ? 0 : 1;
             }
             assertEquals(1, fresh);
@@ -492,6 +495,7 @@ class WebServiceExecutorTest {
         // Another qty, same supplied key: the same call, remembered.
         WebServiceResponse<Object> again = ws.invokeForResponse("place_order", "{\"order\":\"A-17\",\"qty\":3}");
         assertTrue(again.replayed());
+        assertEquals(r.key(), again.key());
         assertEquals(2, orders.supplied.get());
         assertEquals(1, server.count());
         assertEquals(Map.of("seq", 1), again.value());
@@ -735,7 +739,10 @@ class WebServiceExecutorTest {
         WebServiceResponse<Object> nextRun = ws.withRun("r2").invokeForResponse("charge", input);
         assertFalse(globex.replayed());
         assertFalse(nextRun.replayed());
-        assertTrue(ws.invokeForResponse("charge", input).replayed());
+        WebServiceResponse<Object> again = ws.invokeForResponse("charge", input);
+        assertTrue(again.replayed());
+        assertEquals(acme.key(), again.key());
+        assertEquals(globex.key(), ws.withTenant("globex").invokeForResponse("charge", input).key());
         assertEquals(3, new HashSet<>(List.of(acme.key(), globex.key(), nextRun.key())).size());
         assertEquals(3, server.count());
     }
