@@ -131,6 +131,12 @@ class WebServiceExecutorTest {
             return null;
         }
 
+        @WebService(name = "charge_until_it_succeeds", endpoint = "/charges")
+        @Idempotent(cacheFailures = true, onCacheHit = RetryBehavior.RETURN_CACHED_IF_SUCCESS)
+        public Receipt chargeUntilItSucceeds(@ToolParam(name = "amount") long amount) {
+            return null;
+        }
+
         @WebService(name = "charge_with_deadline", endpoint = "/charges", timeoutMs = 300)
         @Idempotent
         public Receipt chargeWithDeadline(@ToolParam(name = "amount") long amount) {
@@ -392,6 +398,25 @@ class WebServiceExecutorTest {
         assertTrue(repeat.originalMessage().contains("card_declined"), repeat.originalMessage());
         assertEquals(first.key(), repeat.key());
         assertEquals(1, server.count());
+    }
+
+    @Test
+    void return_cached_if_success_sends_a_remembered_failure_again_under_the_same_key() {
+        AtomicInteger seen = new AtomicInteger();
+        server.script(r -> seen.incrementAndGet() == 1 ? Reply.json(400, "{\"error\":\"try later\"}")
+                : Reply.json(200, "{\"seq\":" + r.seq + "}"));
+        WebServiceExecutor ws = executor(new Payments()).build();
+        WebServiceException first = assertThrows(WebServiceException.class,
+                () -> ws.invoke("charge_until_it_succeeds", Map.of("amount", 4)));
+        WebServiceResponse<Receipt> second = ws.invokeForResponse("charge_until_it_succeeds", Map.of("amount", 4),
+                Receipt.class);
+        assertFalse(second.replayed());
+        assertEquals(2, second.value().seq);
+        assertTrue(ws.invokeForResponse("charge_until_it_succeeds", Map.of("amount", 4)).replayed());
+        List<Recorded> requests = server.requests();
+        assertEquals(2, requests.size());
+        assertEquals(first.key(), requests.get(0).single("Idempotency-Key"));
+        assertEquals(first.key(), requests.get(1).single("Idempotency-Key"));
     }
 
     @Test
