@@ -314,8 +314,52 @@ public final class WebServiceExecutor {
         Map<String, Object> in = input == null ? Collections.emptyMap() : input;
         // Refuses non-JSON values naming the member, for every strategy (SPEC §7).
         JsonInput json = JsonInput.ofValue(in, a.name);
-        JsonNode tree = WIRE.valueToTree(in);
+        JsonNode tree = tree(in, 0);
         return call(a, tree, in, a.strategy == KeyStrategy.HASH_INPUT ? json : null);
+    }
+
+    /**
+     * A map of JSON-native values (already checked by {@link JsonInput#ofValue}) as a tree, numbers
+     * exact: doubles and floats as their shortest round-trip decimal (Jackson's own conversion
+     * would widen {@code 0.1f} to {@code 0.10000000149011612}).
+     */
+    private static JsonNode tree(Object value, int depth) {
+        com.fasterxml.jackson.databind.node.JsonNodeFactory nodes = WIRE.getNodeFactory();
+        if (depth > 64) {
+            throw new IllegalArgumentException("the input is nested deeper than 64 arrays/objects");
+        }
+        if (value == null) {
+            return nodes.nullNode();
+        } else if (value instanceof String) {
+            return nodes.textNode((String) value);
+        } else if (value instanceof Boolean) {
+            return nodes.booleanNode((Boolean) value);
+        } else if (value instanceof Double || value instanceof Float) {
+            double d = ((Number) value).doubleValue();
+            if (!Double.isFinite(d)) {
+                return nodes.numberNode(d);
+            }
+            String shortest = value instanceof Float ? ShortestDecimal.of((Float) value) : ShortestDecimal.of(d);
+            return nodes.numberNode(new java.math.BigDecimal(shortest));
+        } else if (value instanceof java.math.BigDecimal) {
+            return nodes.numberNode((java.math.BigDecimal) value);
+        } else if (value instanceof java.math.BigInteger) {
+            return nodes.numberNode((java.math.BigInteger) value);
+        } else if (value instanceof Number) {
+            return nodes.numberNode(((Number) value).longValue());
+        } else if (value instanceof List) {
+            com.fasterxml.jackson.databind.node.ArrayNode array = nodes.arrayNode();
+            for (Object item : (List<?>) value) {
+                array.add(tree(item, depth + 1));
+            }
+            return array;
+        } else {
+            com.fasterxml.jackson.databind.node.ObjectNode object = nodes.objectNode();
+            for (Map.Entry<?, ?> member : ((Map<?, ?>) value).entrySet()) {
+                object.set((String) member.getKey(), tree(member.getValue(), depth + 1));
+            }
+            return object;
+        }
     }
 
     /** {@link #invoke(String, String)}, with whether the answer was replayed, its status and its key. */
