@@ -471,7 +471,8 @@ final class RegisteredAction {
         }
     }
 
-    private static java.nio.charset.Charset charsetOr(String name) {
+    /** The named charset, or UTF-8 when none is named or the name is not one the JDK knows. */
+    static java.nio.charset.Charset charsetOr(String name) {
         if (name != null) {
             try {
                 return java.nio.charset.Charset.forName(name);

@@ -539,8 +539,7 @@ public final class WebServiceExecutor {
                 }
                 return WebServiceResponse.fresh(value, status, response.headers(), attempt, context);
             }
-            String body = new String(response.body(), java.nio.charset.Charset.isSupported(String.valueOf(charset))
-                    ? java.nio.charset.Charset.forName(charset) : StandardCharsets.UTF_8);
+            String body = new String(response.body(), RegisteredAction.charsetOr(charset));
             if (status >= 500 && attempt < maxAttempts && pause(r.retry.pauseBefore(attempt + 1), deadline)) {
                 LOG.log(System.Logger.Level.DEBUG, "idemkit: `{0}` answered {1}; retrying under key {2}", a.name, status,
                         key);
