@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --features redis,postgres --example cross_call -- <store-url> <tool> <tenant> <input-json>
+//! # or, reusing the Java binding's build: (cd java/native && cargo run --release --features redis,postgres,cross-call --bin cross_call -- ...)
 //! ```
 //!
 //! Prints one line of JSON: `{"ran":0|1,"result":<the result>}`. The body's result is

@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
 /**
  * A JVM and a Rust process ({@code examples/cross_call.rs}) calling the same tool with the same
  * input against one Redis and one PostgreSQL: the body runs once in total, and each side gets the
- * other's outcome. The example is built with cargo unless {@code IDEMKIT_CROSS_CALL_BIN} names it.
+ * other's outcome. The example is built with cargo (as a binary of {@code java/native}) unless
+ * {@code IDEMKIT_CROSS_CALL_BIN} names it.
  */
 class CrossLanguageTest {
     private static Path binary;
@@ -44,12 +45,14 @@ class CrossLanguageTest {
         if (System.getenv("IDEMKIT_REDIS_URL") == null && System.getenv("IDEMKIT_POSTGRES_URL") == null) {
             return; // every test here skips; don't build
         }
-        Path root = Path.of(System.getProperty("idemkit.repo.root", "..")).toAbsolutePath().normalize();
-        Process build = new ProcessBuilder("cargo", "build", "--quiet", "--release", "--example", "cross_call",
-                "--features", "redis,postgres").directory(root.toFile()).inheritIO().start();
+        // examples/cross_call.rs, built as a binary of java/native so it reuses the compiled core.
+        Path nativeDir = Path.of(System.getProperty("idemkit.repo.root", "..")).toAbsolutePath().normalize()
+                .resolve("java/native");
+        Process build = new ProcessBuilder("cargo", "build", "--quiet", "--release", "--bin", "cross_call",
+                "--features", "redis,postgres,cross-call").directory(nativeDir.toFile()).inheritIO().start();
         assertTrue(build.waitFor(20, TimeUnit.MINUTES), "cargo build of examples/cross_call timed out");
         assertEquals(0, build.exitValue(), "cargo build of examples/cross_call failed");
-        binary = root.resolve("target/release/examples/cross_call");
+        binary = nativeDir.resolve("target/release/cross_call");
     }
 
     /** Runs the Rust side once; answers {"ran":0|1,"result":...}. */
