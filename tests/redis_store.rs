@@ -397,6 +397,46 @@ impl PrivateRedis {
         Some(server)
     }
 
+    /// A TLS-only `redis-server` (the caller passes `--port 0 --tls-port <port>` and the
+    /// certificate options); readiness is checked by the port accepting connections.
+    fn start_tls(port: u16, args: &[&str]) -> Option<PrivateRedis> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let mut command = Command::new("redis-server");
+        command
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+            ])
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                eprintln!(
+                    "SKIPPED: cannot start redis-server ({e}) — run scripts/services.sh start"
+                );
+                return None;
+            }
+        };
+        let server = PrivateRedis { child, port, args };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "TLS redis-server on port {port} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(server)
+    }
+
     fn url(&self, auth: &str) -> String {
         format!("redis://{auth}127.0.0.1:{}/0", self.port)
     }
@@ -791,4 +831,153 @@ async fn a_holder_killed_mid_call_leaves_an_in_progress_claim_that_becomes_indet
     );
     assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran again");
     store.forget(Some(&tenant)).await.unwrap();
+}
+
+/// `rediss://` with a password, against a private TLS server whose certificate is signed by a
+/// test CA trusted through `SSL_CERT_FILE` (read by rustls-native-certs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_urls_connect_over_tls_with_a_password() {
+    if redis_url().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("idemkit-tls-{}", &Token::random().hex()[..8]));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ca, cert, key) = (
+        dir.join("ca.pem"),
+        dir.join("cert.pem"),
+        dir.join("key.pem"),
+    );
+    let openssl = |args: &[&str]| {
+        Command::new("openssl")
+            .args(args)
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    // A test CA, and a server certificate for 127.0.0.1 that it signs.
+    let made = openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=idemkit test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    ]) && openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "leaf.csr",
+    ]) && openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        "leaf.ext",
+        "-out",
+        "cert.pem",
+    ]);
+    if !made {
+        eprintln!("SKIPPED: openssl is not available to make test certificates");
+        return;
+    }
+    let port = free_port();
+    let (cert_s, key_s) = (
+        cert.to_string_lossy().into_owned(),
+        key.to_string_lossy().into_owned(),
+    );
+    let tls_port = port.to_string();
+    let Some(mut server) = PrivateRedis::start_tls(
+        port,
+        &[
+            "--port",
+            "0",
+            "--tls-port",
+            &tls_port,
+            "--tls-cert-file",
+            &cert_s,
+            "--tls-key-file",
+            &key_s,
+            "--tls-ca-cert-file",
+            &cert_s,
+            "--tls-auth-clients",
+            "no",
+            "--requirepass",
+            "tls-s3cret",
+        ],
+    ) else {
+        return;
+    };
+    // Only this test makes TLS connections, so the process-wide variable is safe to set here.
+    std::env::set_var("SSL_CERT_FILE", &ca);
+    let url = format!("rediss://:tls-s3cret@127.0.0.1:{port}/0");
+    let store = idemkit::store::open(&url, &StoreOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        store.describe().starts_with("rediss://") && !store.describe().contains("s3cret"),
+        "{}",
+        store.describe()
+    );
+    let key = random_key();
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
+    let token = Token::random();
+    assert!(matches!(
+        store
+            .claim(&request(id, token, 1000, 1000))
+            .await
+            .unwrap()
+            .claim,
+        Claim::Acquired { .. }
+    ));
+    store
+        .complete(
+            id,
+            token,
+            &Outcome::success("\"over tls\"").unwrap(),
+            60_000,
+        )
+        .await
+        .unwrap();
+    match store
+        .claim(&request(id, Token::random(), 1000, 1000))
+        .await
+        .unwrap()
+        .claim
+    {
+        Claim::Completed(r) => assert_eq!(r.outcome.unwrap().success_json(), Some("\"over tls\"")),
+        other => panic!("expected completed, got {other:?}"),
+    }
+    server.stop();
+    let _ = std::fs::remove_dir_all(&dir);
 }

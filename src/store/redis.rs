@@ -277,6 +277,13 @@ impl RedisStore {
     /// does not allow `CONFIG GET` (managed Redis), a warning is logged and the store opens.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<RedisStore, StoreError> {
         let shown = redact_url(url);
+        if url.len() >= 9 && url[..9].eq_ignore_ascii_case("rediss://") {
+            // The redis crate builds rustls without choosing a crypto provider; unless the
+            // application installed one, use ring's (an error means one is already installed).
+            if rustls::crypto::CryptoProvider::get_default().is_none() {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+            }
+        }
         let client = redis::Client::open(url).map_err(|e| {
             StoreError::Configuration(format!(
                 "bad Redis URL {shown}: {e}; use redis://[user:password@]host[:port][/db] or rediss://..."
