@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use idemkit::{Attempt, Executor, Tool};
+use idemkit::{Attempt, CallContext, Executor, Tool};
 use jni::sys::jlong;
 
 use crate::boundary::{Failure, Result};
@@ -84,5 +84,25 @@ pub(crate) fn attempt_destroy(handle: jlong) {
     if handle != 0 {
         // SAFETY: the one destroy of a handle made by `attempt_into_handle`.
         unsafe { drop(Box::from_raw(handle as *mut AttemptHandle)) }
+    }
+}
+
+pub(crate) fn context_into_handle(context: CallContext) -> jlong {
+    Box::into_raw(Box::new(context)) as jlong
+}
+
+/// A dispatcher view's tenant and run; the view stays reachable during the call.
+pub(crate) fn context<'a>(handle: jlong) -> Result<&'a CallContext> {
+    if handle == 0 {
+        return Err(Failure::NullHandle("the call context"));
+    }
+    // SAFETY: made by `context_into_handle`, destroyed only once its view is unreachable.
+    Ok(unsafe { &*(handle as *const CallContext) })
+}
+
+pub(crate) fn context_destroy(handle: jlong) {
+    if handle != 0 {
+        // SAFETY: the one destroy of a handle made by `context_into_handle`.
+        unsafe { drop(Box::from_raw(handle as *mut CallContext)) }
     }
 }

@@ -255,3 +255,62 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_postgresCreateTable<'l>(
         ops::postgres_create_table(env, &url, &table)
     })
 }
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_contextNew<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    tenant: JString<'l>,
+    run: JString<'l>,
+) -> jlong {
+    entry(&mut env, |env| ops::context_new(env, &tenant, &run))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_contextDestroy<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    context: jlong,
+) {
+    entry(&mut env, |_| {
+        handles::context_destroy(context);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_beginIn<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+    tool: jlong,
+    context: jlong,
+    input: JByteArray<'l>,
+    length: jint,
+    explicit: jboolean,
+    budget_ms: jint,
+    out: JLongArray<'l>,
+) -> JByteArray<'l> {
+    entry(&mut env, |env| {
+        ops::begin_in(
+            env, store, tool, context, &input, length, explicit, budget_ms, &out,
+        )
+    })
+}
+
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_deriveKey<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    tool: jlong,
+    context: jlong,
+    input: JByteArray<'l>,
+    length: jint,
+    explicit: jboolean,
+) -> JString<'l> {
+    entry(&mut env, |env| {
+        ops::derive_key(env, tool, context, &input, length, explicit)
+    })
+}

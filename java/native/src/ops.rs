@@ -12,6 +12,7 @@ use idemkit::{
     CallContext, CanonicalValue, Error, Executor, Failure as BodyFailure, KeyInput, KeyStrategy,
     Policy, Recording, RetryBehavior, Step, Tool,
 };
+use jni::objects::ReleaseMode;
 use jni::objects::{JByteArray, JLongArray, JObjectArray, JString};
 use jni::sys::{jint, jlong};
 use jni::Env;
@@ -260,8 +261,6 @@ pub(crate) fn begin<'l>(
     budget_ms: jint,
     out: &JLongArray<'_>,
 ) -> Result<JByteArray<'l>> {
-    let store = handles::store(store)?;
-    let tool = handles::tool(tool)?;
     let context = CallContext {
         tenant: string(env, tenant)?,
         run: string(env, run)?,
@@ -271,18 +270,112 @@ pub(crate) fn begin<'l>(
     } else {
         Some(bytes(env, input, length)?)
     };
-    let explicit_key = match (&input, explicit) {
+    let store = handles::store(store)?;
+    let tool = handles::tool(tool)?;
+    let attempt = prepare(&store.executor, tool, &context, input.as_deref(), explicit)?;
+    step(env, store.executor.clone(), attempt, budget_ms, out)
+}
+
+/// `begin` with a context handle (tenant and run converted once per dispatcher view) and the
+/// input read in place (a critical region held only while the key is derived, with no JNI call).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn begin_in<'l>(
+    env: &mut Env<'l>,
+    store: jlong,
+    tool: jlong,
+    context: jlong,
+    input: &JByteArray<'_>,
+    length: jint,
+    explicit: bool,
+    budget_ms: jint,
+    out: &JLongArray<'_>,
+) -> Result<JByteArray<'l>> {
+    let store = handles::store(store)?;
+    let tool = handles::tool(tool)?;
+    let context = handles::context(context)?;
+    let attempt = with_input(env, input, length, |input| {
+        prepare(&store.executor, tool, context, input, explicit)
+    })?;
+    step(env, store.executor.clone(), attempt, budget_ms, out)
+}
+
+/// The key a call would get (for a header or a log line), touching no store.
+pub(crate) fn derive_key<'l>(
+    env: &mut Env<'l>,
+    tool: jlong,
+    context: jlong,
+    input: &JByteArray<'_>,
+    length: jint,
+    explicit: bool,
+) -> Result<JString<'l>> {
+    static KEYS: std::sync::OnceLock<Executor> = std::sync::OnceLock::new();
+    let tool = handles::tool(tool)?;
+    let context = handles::context(context)?;
+    let executor = KEYS.get_or_init(|| Executor::new(Arc::new(idemkit::MemoryStore::new())));
+    let attempt = with_input(env, input, length, |input| {
+        prepare(executor, tool, context, input, explicit)
+    })?;
+    Ok(match attempt.key_text() {
+        Some(key) => JString::from_str(env, key)?,
+        None => JString::default(),
+    })
+}
+
+/// Runs `f` over the input bytes (`None` for a null array), read in place from the Java array.
+fn with_input<T>(
+    env: &Env<'_>,
+    input: &JByteArray<'_>,
+    length: jint,
+    f: impl FnOnce(Option<&[u8]>) -> Result<T>,
+) -> Result<T> {
+    if input.is_null() {
+        return f(None);
+    }
+    let length = usize::try_from(length)
+        .map_err(|_| Failure::IllegalArgument(format!("negative input length {length}")))?;
+    // SAFETY: no JNI call is made while the critical region is held (`f` is plain Rust: key
+    // derivation), and the elements are only read.
+    let elements = unsafe { input.get_elements_critical(env, ReleaseMode::NoCopyBack)? };
+    if length > elements.len() {
+        return Err(Failure::IllegalArgument(format!(
+            "input length {length} is beyond the array ({})",
+            elements.len()
+        )));
+    }
+    // SAFETY: i8 and u8 have the same size and alignment.
+    let bytes = unsafe { std::slice::from_raw_parts(elements.as_ptr() as *const u8, length) };
+    f(Some(bytes))
+}
+
+/// Derives the key (`Executor::prepare`); an explicit key crosses as a JSON string literal.
+fn prepare(
+    executor: &Executor,
+    tool: &Tool,
+    context: &CallContext,
+    input: Option<&[u8]>,
+    explicit: bool,
+) -> Result<idemkit::Attempt> {
+    let explicit_key = match (input, explicit) {
         (Some(input), true) => Some(explicit_key(tool, text(input)?)?),
         _ => None,
     };
-    let key_input = match (&input, &explicit_key) {
+    let key_input = match (input, &explicit_key) {
         (_, Some(key)) => KeyInput::Explicit(key),
         (Some(input), None) => KeyInput::Json(text(input)?),
         // UUID and NONE read no input.
         (None, None) => KeyInput::Json("null"),
     };
-    let executor = store.executor.clone();
-    let mut attempt = executor.prepare(tool, &context, key_input)?;
+    Ok(executor.prepare(tool, context, key_input)?)
+}
+
+/// Claims (waiting at most the budget) and answers the step; keeps the attempt unless replayed.
+fn step<'l>(
+    env: &mut Env<'l>,
+    executor: Executor,
+    mut attempt: idemkit::Attempt,
+    budget_ms: jint,
+    out: &JLongArray<'_>,
+) -> Result<JByteArray<'l>> {
     let step = drive(executor.advance(&mut attempt, Some(budget(budget_ms))))?;
     let handle = match step {
         Step::Replay(_) => 0,
@@ -292,6 +385,17 @@ pub(crate) fn begin<'l>(
         }),
     };
     answer(env, out, step, handle)
+}
+
+pub(crate) fn context_new(
+    env: &mut Env<'_>,
+    tenant: &JString<'_>,
+    run: &JString<'_>,
+) -> Result<jlong> {
+    Ok(handles::context_into_handle(CallContext {
+        tenant: string(env, tenant)?,
+        run: string(env, run)?,
+    }))
 }
 
 fn locked(handle: &AttemptHandle) -> std::sync::MutexGuard<'_, idemkit::Attempt> {

@@ -102,6 +102,7 @@ public class DispatchBenchmark {
     // Parts of the JNI path.
     long storeHandle;
     long toolHandle;
+    NativeContext context;
     JsonInput encoded;
     byte[] replayBytes;
     ObjectReader reader;
@@ -119,6 +120,7 @@ public class DispatchBenchmark {
         storeHandle = store.handle.acquire();
         toolHandle = NativeBridge.toolNew("book", "HASH_INPUT", 3600, "RETURN_CACHED", false, new String[0], 300, 0, null);
         encoded = JsonInput.ofValue(input, "book");
+        context = new NativeContext("acme", null);
         long[] out = new long[2];
         // The dispatcher's call above recorded this key (same scope, tenant and input): a replay.
         replayBytes = NativeBridge.begin(storeHandle, toolHandle, "acme", null, encoded.bytes, encoded.length, false, 100, out);
@@ -183,7 +185,14 @@ public class DispatchBenchmark {
     /** begin: JNI + key derivation (parse, NFC, SHA-256) + memory-store claim + replay bytes back. */
     @Benchmark
     public Object part_native_begin_hit() {
-        return NativeBridge.begin(storeHandle, toolHandle, "acme", null, encoded.bytes, encoded.length, false, 100, new long[2]);
+        return NativeBridge.beginIn(storeHandle, toolHandle, context.handle, encoded.bytes, encoded.length, false, 100,
+                new long[2]);
+    }
+
+    /** The core's key derivation alone (JNI + parse, NFC, SHA-256; no store). */
+    @Benchmark
+    public Object part_native_derive_key() {
+        return NativeBridge.deriveKey(toolHandle, context.handle, encoded.bytes, encoded.length, false);
     }
 
     /** The remembered result's JSON → the declared type (Jackson). */

@@ -63,16 +63,32 @@ final class IdempotentInvoker {
      */
     static Object invoke(NativeIdempotencyStore store, NativeTool tool, String tenant, String run, JsonInput input,
             String suppliedKey, Body body, ResultCodec codec) {
+        return invoke(store, tool, null, tenant, run, input, suppliedKey, body, codec);
+    }
+
+    /** As above, with the tenant and run of a {@link NativeContext} (no per-call string conversion). */
+    static Object invoke(NativeIdempotencyStore store, NativeTool tool, NativeContext context, JsonInput input,
+            String suppliedKey, Body body, ResultCodec codec) {
+        return invoke(store, tool, context, context.tenant, context.run, input, suppliedKey, body, codec);
+    }
+
+    private static Object invoke(NativeIdempotencyStore store, NativeTool tool, NativeContext nativeContext, String tenant,
+            String run, JsonInput input, String suppliedKey, Body body, ResultCodec codec) {
         long[] out = new long[2];
         byte[] replay;
+        byte[] bytes = input == null ? null : input.bytes;
+        int length = input == null ? 0 : input.length;
+        boolean explicit = tool.strategy == KeyStrategy.EXPLICIT;
         long storeHandle = store.handle.acquire();
         try {
-            replay = NativeBridge.begin(storeHandle, tool.handle, tenant, run, input == null ? null : input.bytes,
-                    input == null ? 0 : input.length, tool.strategy == KeyStrategy.EXPLICIT, STEP_BUDGET_MS, out);
+            replay = nativeContext != null
+                    ? NativeBridge.beginIn(storeHandle, tool.handle, nativeContext.handle, bytes, length, explicit, STEP_BUDGET_MS, out)
+                    : NativeBridge.begin(storeHandle, tool.handle, tenant, run, bytes, length, explicit, STEP_BUDGET_MS, out);
         } finally {
             store.handle.release();
             Reference.reachabilityFence(store);
             Reference.reachabilityFence(tool);
+            Reference.reachabilityFence(nativeContext);
         }
         if (out[1] == NativeBridge.STEP_REPLAY) {
             return decode(tool, codec, replay);

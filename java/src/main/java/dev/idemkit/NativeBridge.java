@@ -48,6 +48,21 @@ final class NativeBridge {
     static native byte[] begin(long store, long tool, String tenant, String run, byte[] input, int length,
             boolean explicit, int budgetMs, long[] out);
 
+    /** A call context (tenant and run, either may be null), converted once per dispatcher view. */
+    static native long contextNew(String tenant, String run);
+
+    static native void contextDestroy(long context);
+
+    /** {@link #begin} with a context handle; the input is read in place. */
+    static native byte[] beginIn(long store, long tool, long context, byte[] input, int length, boolean explicit,
+            int budgetMs, long[] out);
+
+    /**
+     * The key a call with this input would get (64-hex, a fresh UUID, or null for NONE), touching no
+     * store; throws {@link InvalidKeyException} as {@link #begin} would.
+     */
+    static native String deriveKey(long tool, long context, byte[] input, int length, boolean explicit);
+
     /** Keeps waiting after {@link #STEP_PENDING}; same answers as {@link #begin}. */
     static native byte[] advance(long attempt, int budgetMs, long[] out);
 

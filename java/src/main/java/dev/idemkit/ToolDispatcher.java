@@ -68,11 +68,13 @@ public final class ToolDispatcher {
     private final Registry registry;
     private final String tenant;
     private final String run;
+    private final NativeContext context;
 
     private ToolDispatcher(Registry registry, String tenant, String run) {
         this.registry = registry;
         this.tenant = tenant;
         this.run = run;
+        this.context = new NativeContext(tenant, run);
     }
 
     public static Builder builder() {
@@ -194,9 +196,10 @@ public final class ToolDispatcher {
 
     private Object invoke(RegisteredTool tool, JsonInput json, String supplied, IdempotentInvoker.Body body) {
         try {
-            return IdempotentInvoker.invoke(registry.store, tool.nativeTool, tenant, run, json, supplied, body, tool.codec);
+            return IdempotentInvoker.invoke(registry.store, tool.nativeTool, context, json, supplied, body, tool.codec);
         } finally {
             Reference.reachabilityFence(registry);
+            Reference.reachabilityFence(this);
         }
     }
 
