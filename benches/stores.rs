@@ -306,9 +306,14 @@ fn main() {
         .filter(|a| matches!(*a, "redis" | "postgres"))
         .collect();
     let wants = |name: &str| wanted.is_empty() || wanted.contains(&name);
-    // Eight worker threads, so that eight callers are eight threads.
+    // As many worker threads as callers (eight when measuring both): one caller is one thread,
+    // eight callers are eight threads.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(8)
+        .worker_threads(if plan.callers.len() == 1 {
+            plan.callers[0].max(1)
+        } else {
+            8
+        })
         .enable_all()
         .build()
         .unwrap();

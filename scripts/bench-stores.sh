@@ -75,6 +75,9 @@ redis-cli -p "$REDIS_PORT" SET idemkit-floor:existing v >/dev/null
 psql "${PG_ARGS[@]}" -d "$PG_DB" -qc \
     "DROP TABLE IF EXISTS idemkit_floor; CREATE TABLE idemkit_floor (k bigint PRIMARY KEY); INSERT INTO idemkit_floor VALUES (0)" 2>/dev/null
 : >"$OUT/floor.txt"
+# Server-side time per request is read at the end, from counters reset here.
+redis-cli -p "$REDIS_PORT" CONFIG RESETSTAT >/dev/null
+psql "${PG_ARGS[@]}" -d "$PG_DB" -Atqc "SELECT pg_stat_statements_reset()" >/dev/null 2>&1 || true
 for store in redis postgres; do
     for kind in executed repeat; do
         for callers in 1 8; do
@@ -89,6 +92,22 @@ for store in redis postgres; do
         done
     done
 done
+redis_usec() { # command
+    redis-cli -p "$REDIS_PORT" INFO commandstats | tr -d '\r' | grep -E "^cmdstat_$1:" |
+        grep -Eo 'usec_per_call=[0-9.]+' | cut -d= -f2
+}
+pg_usec() { # SQL LIKE pattern of the statement
+    psql "${PG_ARGS[@]}" -d "$PG_DB" -Atc \
+        "SELECT round((sum(total_exec_time) / sum(calls) * 1000)::numeric, 1) FROM pg_stat_statements WHERE query LIKE '$1'" 2>/dev/null
+}
+{
+    echo "SERVER redis evalsha $(redis_usec evalsha)"
+    echo "SERVER redis set $(redis_usec set)"
+    echo "SERVER postgres claim $(pg_usec '%cur AS MATERIALIZED%')"
+    echo "SERVER postgres complete $(pg_usec '%done AS (%')"
+    echo "SERVER postgres floor $(pg_usec 'INSERT INTO idemkit_floor%')"
+} >"$OUT/server.txt"
+cat "$OUT/server.txt" >&2
 redis-cli -p "$REDIS_PORT" --scan --pattern 'idemkit-floor:*' |
     xargs -r -n 1000 redis-cli -p "$REDIS_PORT" UNLINK >/dev/null
 psql "${PG_ARGS[@]}" -d "$PG_DB" -qc "DROP TABLE IF EXISTS idemkit_floor" 2>/dev/null
@@ -107,11 +126,15 @@ fmt() { python3 -c "print(f'{float($1):,.0f}')"; }
 floor_value() { # store, kind, callers
     grep -E "^FLOOR store=$1 kind=$2 callers=$3 " "$OUT/floor.txt" | grep -Eo 'value=[0-9.]+' | cut -d= -f2
 }
+floor_runs() { # store, kind, callers
+    grep -E "^FLOOR store=$1 kind=$2 callers=$3 " "$OUT/floor.txt" | grep -Eo 'runs=[0-9.,]+' | cut -d= -f2 |
+        python3 -c "import sys; print(' / '.join(f'{float(x):,.0f}' for x in sys.stdin.read().strip().split(',')))"
+}
 row() { # label, store, kind, callers
     local v f
     v=$(value "$2" "$3" "$4")
     f=$(floor_value "$2" "$3" "$4")
-    echo "| $1 | $4 | $(fmt "$v") | $(fmt "$f") | $(ratio "$v" "$f") |"
+    echo "| $1 | $4 | $(fmt "$v") | $(fmt "$f") ($(floor_runs "$2" "$3" "$4")) | $(ratio "$v" "$f") |"
 }
 
 CPU="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') × $(nproc)"
@@ -135,7 +158,8 @@ SECTION="$OUT/stores-section.md"
     echo "| PostgreSQL | $(trips postgres executed) | $(trips postgres repeat) |"
     echo
     echo "**Calls per second** through \`Executor::call\` (HASH_INPUT on a small JSON input), from 1"
-    echo "and 8 concurrent callers, against the floor on the same server: one \`SET k v NX\`"
+    echo "and 8 concurrent callers (a tokio runtime with as many worker threads as callers), against"
+    echo "the floor on the same server: one \`SET k v NX\`"
     echo "(\`redis-benchmark -c N SET idemkit-floor:__rand_int__ v NX\`) or one prepared"
     echo "\`INSERT ... ON CONFLICT DO NOTHING\` (\`pgbench -M prepared -c N\`). An executed call is"
     echo "compared with the floor on new keys, a repeat with the floor on one existing key. The ideal"
@@ -143,7 +167,7 @@ SECTION="$OUT/stores-section.md"
     echo "idemkit run sits between two runs of its floor (the floor is their mean), because the"
     echo "machine's load drifts over minutes."
     echo
-    echo "| store and call | callers | idemkit calls/s | floor ops/s | idemkit ÷ floor |"
+    echo "| store and call | callers | idemkit calls/s | floor ops/s (run before / after) | idemkit ÷ floor |"
     echo "|---|---|---|---|---|"
     row "Redis, executed (new key)" redis executed 1
     row "Redis, executed (new key)" redis executed 8
@@ -154,10 +178,21 @@ SECTION="$OUT/stores-section.md"
     row "PostgreSQL, repeat (remembered key)" postgres repeat 1
     row "PostgreSQL, repeat (remembered key)" postgres repeat 8
     echo
+    server() { grep -E "^SERVER $1 $2 " "$OUT/server.txt" | cut -d' ' -f4; }
+    echo "**Why not the ideal ratio:** each idemkit request does more on the server than the floor's,"
+    echo "and the Rust client adds a hop through its connection task that the C benchmark clients do"
+    echo "not have. Server time per request in this run (Redis \`INFO commandstats\`, PostgreSQL"
+    echo "\`pg_stat_statements\`): Redis \`EVALSHA\` of a claim or complete script $(server redis evalsha) µs"
+    echo "(the script reads \`TIME\` and the hash, writes it and sets its expiry) against $(server redis set) µs for"
+    echo "\`SET NX\`; PostgreSQL claim statement $(server postgres claim) µs and complete statement"
+    echo "$(server postgres complete) µs (averaged over executed calls and repeats) against $(server postgres floor) µs"
+    echo "for the floor's insert (a one-column table)."
+    echo
     echo "Notes: an executed PostgreSQL call commits twice (claim, then outcome), each a WAL flush; a"
     echo "repeat is a read-only statement (no row lock, no WAL), which is why it scales with callers."
     echo "The clients and servers share the machine's cores, so 8 callers measure contention for"
-    echo "them as much as the stores."
+    echo "them as much as the stores. The machine is shared with other work: where the two floor runs"
+    echo "around a measurement differ a lot, read its ratio as rough."
 } >"$SECTION"
 cat "$SECTION"
 
