@@ -981,3 +981,68 @@ async fn rediss_urls_connect_over_tls_with_a_password() {
     server.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A server that stops answering (SIGSTOP) fails calls within the store's response timeout
+/// instead of hanging them, runs no body, and calls work again once it answers (SIGCONT).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hung_server_fails_calls_within_the_response_timeout() {
+    if redis_url().is_none() {
+        return;
+    }
+    let Some(server) = PrivateRedis::start(&["--maxmemory-policy", "noeviction"]) else {
+        return;
+    };
+    let store = idemkit::store::open(&server.url(""), &StoreOptions::default())
+        .await
+        .unwrap();
+    let executor = Executor::new(store);
+    let send = tool("send_while_hung", Duration::from_secs(30));
+    let context = CallContext::new();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let call = |key: &'static str| {
+        let (runs, executor, send, context) = (
+            runs.clone(),
+            executor.clone(),
+            send.clone(),
+            context.clone(),
+        );
+        async move {
+            executor
+                .call(&send, &context, KeyInput::Explicit(key), |_| async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, std::io::Error>(key.len())
+                })
+                .await
+        }
+    };
+    call("warm").await.unwrap();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &server.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig}");
+    };
+    signal("-STOP");
+    let started = Instant::now();
+    let result = call("hung").await;
+    let waited = started.elapsed();
+    signal("-CONT");
+    match result {
+        Err(CallError::Idempotency(e)) => assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{e}"),
+        other => panic!("expected store-unavailable, got {other:?}"),
+    }
+    assert!(waited < Duration::from_secs(12), "waited {waited:?}");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "no body ran while the server hung"
+    );
+    assert_eq!(call("after-hang").await.unwrap(), 10);
+    assert_eq!(
+        call("warm").await.unwrap(),
+        4,
+        "records from before are kept"
+    );
+}
