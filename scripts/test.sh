@@ -24,9 +24,14 @@ export CARGO_TERM_COLOR=never
 features="redis,postgres,testing,cli,capi"
 
 step "services: Redis and PostgreSQL on 127.0.0.1"
+# Stop the servers at the end only if this run started them (another run may be using them).
+if scripts/services.sh status >/dev/null 2>&1; then
+  echo "services already up: leaving them running afterwards"
+else
+  trap 'scripts/services.sh stop || true' EXIT
+fi
 scripts/services.sh start
 eval "$(scripts/services.sh env)"
-trap 'scripts/services.sh stop || true' EXIT
 
 step "format and lints"
 cargo fmt --all --check

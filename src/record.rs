@@ -200,7 +200,7 @@ impl Record {
         now >= self.expires_at
     }
 
-    /// The record as JSON (the CLI's `--json` and the Redis value).
+    /// The record as JSON (the CLI's `--json`; any store that keeps records as documents).
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a record always serialises")
     }
