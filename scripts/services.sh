@@ -6,8 +6,9 @@
 #   scripts/services.sh env     print `export IDEMKIT_REDIS_URL=...` lines, for `eval "$(...)"`
 #   scripts/services.sh status  say whether each server answers
 #
-# Both servers keep their data under <repo>/.idemkit-run/ and listen on 127.0.0.1 only, on ports
-# that do not clash with a system server: Redis on 6390, PostgreSQL on 5440.
+# All servers keep their data under <repo>/.idemkit-run/ and listen on 127.0.0.1 only, on ports
+# that do not clash with a system server: Redis on 6390, PostgreSQL on 5440, and a 3-primary Redis
+# Cluster (no replicas) on 7001-7003 (IDEMKIT_REDIS_CLUSTER_PORTS; IDEMKIT_REDIS_CLUSTER=0 skips it).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,6 +17,9 @@ REDIS_PORT="${IDEMKIT_REDIS_PORT:-6390}"
 PG_PORT="${IDEMKIT_PG_PORT:-5440}"
 PG_DB=idemkit_test
 REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+CLUSTER_ENABLED="${IDEMKIT_REDIS_CLUSTER:-1}"
+read -r -a CLUSTER_PORTS <<<"${IDEMKIT_REDIS_CLUSTER_PORTS:-7001 7002 7003}"
+CLUSTER_URL="redis+cluster://$(printf '127.0.0.1:%s,' "${CLUSTER_PORTS[@]}" | sed 's/,$//')/"
 POSTGRES_URL="postgres://postgres@127.0.0.1:$PG_PORT/$PG_DB"
 
 log() { echo "services: $*" >&2; }
@@ -72,6 +76,24 @@ redis_up() {
     redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG
 }
 
+cluster_node_up() {
+    redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null | grep -q PONG
+}
+
+cluster_ok() {
+    local port
+    for port in "${CLUSTER_PORTS[@]}"; do
+        redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+    done
+}
+
+cluster_nodes_up() {
+    local port
+    for port in "${CLUSTER_PORTS[@]}"; do
+        cluster_node_up "$port" || return 1
+    done
+}
+
 pg_up() {
     pg_isready -q -h 127.0.0.1 -p "$PG_PORT" -d "$PG_DB" -U postgres 2>/dev/null
 }
@@ -99,6 +121,44 @@ start_redis() {
         --dir "$RUN/redis" --logfile "$RUN/redis.log" \
         --maxmemory-policy noeviction --save '' --appendonly no
     wait_for "redis on port $REDIS_PORT" redis_up
+}
+
+# A 3-primary Redis Cluster without replicas; each node's pid file marks it as started here.
+start_cluster() {
+    if cluster_ok; then
+        log "redis cluster already ok on ports ${CLUSTER_PORTS[*]}"
+        return 0
+    fi
+    local port dir started=()
+    for port in "${CLUSTER_PORTS[@]}"; do
+        if cluster_node_up "$port"; then
+            continue
+        fi
+        dir="$RUN/redis-cluster/$port"
+        mkdir -p "$dir"
+        # A node that was stopped forgets its cluster: start every fresh node from a clean slate.
+        rm -f "$dir/nodes.conf"
+        redis-server --port "$port" --bind 127.0.0.1 \
+            --daemonize yes --pidfile "$RUN/redis-cluster-$port.pid" \
+            --dir "$dir" --logfile "$RUN/redis-cluster-$port.log" \
+            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
+            --maxmemory-policy noeviction --save '' --appendonly no
+        started+=("$port")
+    done
+    wait_for "redis cluster nodes on ports ${CLUSTER_PORTS[*]}" cluster_nodes_up
+    local known
+    known="$(redis-cli -h 127.0.0.1 -p "${CLUSTER_PORTS[0]}" cluster info 2>/dev/null |
+        sed -n 's/^cluster_known_nodes:\([0-9]*\).*/\1/p')"
+    if [[ ${known:-0} -lt ${#CLUSTER_PORTS[@]} ]]; then
+        local hosts=()
+        for port in "${CLUSTER_PORTS[@]}"; do hosts+=("127.0.0.1:$port"); done
+        log "creating redis cluster ${hosts[*]}"
+        redis-cli --cluster create "${hosts[@]}" --cluster-replicas 0 --cluster-yes >"$RUN/redis-cluster-create.log" 2>&1 || {
+            log "redis-cli --cluster create failed; see $RUN/redis-cluster-create.log"
+            return 1
+        }
+    fi
+    wait_for "redis cluster state ok" cluster_ok
 }
 
 start_postgres() {
@@ -166,6 +226,26 @@ stop_redis() {
     fi
 }
 
+stop_cluster() {
+    local port pidfile pid any=0
+    for port in "${CLUSTER_PORTS[@]}"; do
+        pidfile="$RUN/redis-cluster-$port.pid"
+        [[ -s $pidfile ]] || continue
+        any=1
+        pid="$(cat "$pidfile")"
+        if kill -0 "$pid" 2>/dev/null && grep -q redis "/proc/$pid/cmdline" 2>/dev/null; then
+            log "stopping redis cluster node $port (pid $pid)"
+            kill "$pid"
+            for _ in $(seq 1 100); do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+            done
+        fi
+        rm -f "$pidfile"
+    done
+    ((any)) || log "no redis cluster started by this script"
+}
+
 stop_postgres() {
     local data="$RUN/postgres" bin
     if [[ -s $data/postmaster.pid ]]; then
@@ -180,6 +260,9 @@ stop_postgres() {
 print_env() {
     echo "export IDEMKIT_REDIS_URL=$REDIS_URL"
     echo "export IDEMKIT_POSTGRES_URL=$POSTGRES_URL"
+    if [[ $CLUSTER_ENABLED != 0 ]]; then
+        echo "export IDEMKIT_REDIS_CLUSTER_URL=$CLUSTER_URL"
+    fi
 }
 
 case "${1:-}" in
@@ -187,13 +270,20 @@ start)
     install_missing
     mkdir -p "$RUN"
     start_redis
+    if [[ $CLUSTER_ENABLED != 0 ]]; then
+        start_cluster
+    fi
     start_postgres
     log "redis:      $REDIS_URL"
+    if [[ $CLUSTER_ENABLED != 0 ]]; then
+        log "cluster:    $CLUSTER_URL"
+    fi
     log "postgresql: $POSTGRES_URL"
     print_env
     ;;
 stop)
     stop_redis
+    stop_cluster
     stop_postgres
     ;;
 env)
@@ -202,6 +292,9 @@ env)
 status)
     rc=0
     if redis_up; then echo "redis: up ($REDIS_URL)"; else echo "redis: down"; rc=1; fi
+    if [[ $CLUSTER_ENABLED != 0 ]]; then
+        if cluster_ok; then echo "redis cluster: up ($CLUSTER_URL)"; else echo "redis cluster: down"; rc=1; fi
+    fi
     if pg_up; then echo "postgresql: up ($POSTGRES_URL)"; else echo "postgresql: down"; rc=1; fi
     exit $rc
     ;;
