@@ -513,7 +513,8 @@ impl Executor {
         }
         self.emit(attempt, EventKind::Deduplicated, None);
         match record.outcome {
-            Some(Outcome::Success(json)) => Ok(Step::Replay(json.get().to_owned())),
+            // The record is ours: hand its JSON text over without copying it.
+            Some(Outcome::Success(json)) => Ok(Step::Replay(Box::<str>::from(json).into_string())),
             Some(Outcome::Failure(failure)) => Err(Error::CachedFailure {
                 tool: tool.to_owned(),
                 key: key(),
