@@ -301,20 +301,26 @@ fn parse_key(hex: &str) -> Result<Key, Failed> {
         .map_err(|e| usage(format!("--key must be the 64-hex key of a record: {e}")))
 }
 
+/// Opens the store and reads the live record of `key` in `tenant`, with the store's clock.
+async fn read_record(
+    args: &StoreArgs,
+    tenant: Option<&str>,
+    key: &Key,
+) -> Result<(Arc<dyn Store>, Option<Record>, i64), Failed> {
+    let store = open(args).await?;
+    let (record, now) = store
+        .get(RecordId { tenant, key })
+        .await
+        .map_err(|e| store_failed(args, e))?;
+    Ok((store, record, now))
+}
+
 async fn inspect(args: InspectArgs) -> Result<(), Failed> {
     let key = match &args.key {
         Some(hex) => parse_key(hex)?,
         None => derive(&args.call, args.tenant.as_deref())?,
     };
-    let store = open(&args.store).await?;
-    let id = RecordId {
-        tenant: args.tenant.as_deref(),
-        key: &key,
-    };
-    let (record, now) = store
-        .get(id)
-        .await
-        .map_err(|e| store_failed(&args.store, e))?;
+    let (_, record, now) = read_record(&args.store, args.tenant.as_deref(), &key).await?;
     match record {
         None => {
             if args.json {
@@ -508,15 +514,7 @@ async fn resolve(args: ResolveArgs) -> Result<(), Failed> {
     if args.ttl_seconds == 0 {
         return Err(usage("--ttl-seconds must be > 0"));
     }
-    let store = open(&args.store).await?;
-    let id = RecordId {
-        tenant: args.tenant.as_deref(),
-        key: &key,
-    };
-    let (record, now) = store
-        .get(id)
-        .await
-        .map_err(|e| store_failed(&args.store, e))?;
+    let (store, record, now) = read_record(&args.store, args.tenant.as_deref(), &key).await?;
     let Some(record) = record else {
         return Err(failed(format!(
             "no record for key {} (tenant {}); nothing to resolve",
@@ -540,6 +538,10 @@ async fn resolve(args: ResolveArgs) -> Result<(), Failed> {
         }
         _ => {}
     }
+    let id = RecordId {
+        tenant: args.tenant.as_deref(),
+        key: &key,
+    };
     match store
         .resolve(id, record.token, &resolution)
         .await
