@@ -255,7 +255,7 @@ pub async fn open(
             Ok(std::sync::Arc::new(store))
         }
         #[cfg(feature = "redis")]
-        "redis" | "rediss" => {
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
             let store = redis::RedisStore::connect(url, options)
                 .await
                 .map_err(|e| opening_failed(url, e))?;

@@ -18,14 +18,29 @@
 //! back. A command that fails because its connection broke is sent once more (every store
 //! operation but `resolve` is safe to repeat: claims, completions and releases act by owner
 //! token), so the first call after an outage already works.
+//!
+//! **Redis Cluster**: open `redis+cluster://[user:password@]host:port[,host:port...]/` (or
+//! `rediss+cluster://...` for TLS); the listed nodes are only where discovery starts. The store
+//! then uses the redis crate's async cluster client, which follows the slot map (`MOVED`/`ASK`)
+//! and reconnects by itself. Claims, completions, releases, reads and resolutions are the same
+//! single-key scripts, routed by their one key. `forget`, `list` and `purge_expired` SCAN every
+//! primary (found with `CLUSTER SLOTS`) with its own cursor, in batches, and delete or read the
+//! keys they find with per-key commands pipelined to that node (a command the node refuses
+//! because its slot moved is sent again routed by key); a `list` cursor names the node and its
+//! SCAN cursor. Opening checks `maxmemory-policy` on every primary. The cluster has only
+//! database 0. While slots migrate, a SCAN may miss or repeat keys (as on any cluster); run
+//! `forget` again after a resharding to be sure.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use once_cell::sync::Lazy;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{RedisError, Script, Value};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::{Cmd, FromRedisValue, Pipeline, RedisError, RedisFuture, Script, Value};
 
 use super::{
     redact_url, Claim, ClaimReply, ClaimRequest, Completion, ListFilter, Page, RecordId,
@@ -47,6 +62,8 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 const SCAN_BATCH: usize = 500;
 /// How many SCAN steps one `list` page may take before it answers with what it has.
 const LIST_SCAN_STEPS: usize = 32;
+/// How often the cluster client retries a command (redirects, reconnects) within its timeout.
+const CLUSTER_RETRIES: u32 = 6;
 /// Leases and TTLs are capped at 100 years, so that times stay exact in Lua's doubles.
 const MAX_SPAN_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
 
@@ -251,9 +268,139 @@ fn is_record_suffix(suffix: &str) -> bool {
     tenant_ok && key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+/// The node URLs of a `redis+cluster://` / `rediss+cluster://` URL, or `None` for any other URL.
+fn cluster_node_urls(url: &str) -> Result<Option<Vec<String>>, StoreError> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Ok(None);
+    };
+    let base = match scheme.to_ascii_lowercase().as_str() {
+        "redis+cluster" => "redis",
+        "rediss+cluster" => "rediss",
+        _ => return Ok(None),
+    };
+    let shown = redact_url(url);
+    let bad = |why: &str| {
+        StoreError::Configuration(format!(
+            "bad Redis Cluster URL {shown}: {why}; use {scheme}://[user:password@]host:port[,host:port...]/"
+        ))
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let (userinfo, hosts) = match authority.rfind('@') {
+        Some(at) => (&authority[..=at], &authority[at + 1..]),
+        None => ("", authority),
+    };
+    let tail = tail.split('#').next().unwrap_or("");
+    let (path, query) = match tail.find('?') {
+        Some(q) => (&tail[..q], &tail[q..]),
+        None => (tail, ""),
+    };
+    if !matches!(path, "" | "/" | "/0") {
+        return Err(bad("a cluster has only database 0"));
+    }
+    let nodes: Vec<String> = hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(|h| format!("{base}://{userinfo}{h}/{query}"))
+        .collect();
+    if nodes.is_empty() {
+        return Err(bad("no node"));
+    }
+    Ok(Some(nodes))
+}
+
+/// A connection: to one server, or to a whole cluster (routing each command by its key).
+#[derive(Clone)]
+enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Single(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Single(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// One primary to SCAN: the server itself, or a cluster node by address.
+struct Node {
+    connection: Connection,
+    address: Option<(String, u16)>,
+}
+
+impl Node {
+    fn routing(&self) -> Option<SingleNodeRoutingInfo> {
+        self.address
+            .as_ref()
+            .map(|(host, port)| SingleNodeRoutingInfo::ByAddress {
+                host: host.clone(),
+                port: *port,
+            })
+    }
+
+    /// `host:port` of a cluster node (for cursors and messages).
+    fn name(&self) -> Option<String> {
+        self.address
+            .as_ref()
+            .map(|(host, port)| format!("{host}:{port}"))
+    }
+
+    async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> Result<T, RedisError> {
+        match (self.routing(), &mut self.connection) {
+            (Some(route), Connection::Cluster(c)) => {
+                let value = c.route_command(cmd, RoutingInfo::SingleNode(route)).await?;
+                redis::from_owned_redis_value(value)
+            }
+            (_, connection) => cmd.query_async(connection).await,
+        }
+    }
+
+    /// The answers of a pipeline of single-key commands. On a cluster node, a command the node
+    /// refuses (its slot moved meanwhile) is sent once more, routed by its key.
+    async fn pipeline(&mut self, pipe: &Pipeline, count: usize) -> Result<Vec<Value>, RedisError> {
+        match (self.routing(), &mut self.connection) {
+            (Some(route), Connection::Cluster(c)) => {
+                let mut values = c.route_pipeline(pipe, 0, count, route).await?;
+                for (value, cmd) in values.iter_mut().zip(pipe.cmd_iter()) {
+                    if matches!(value, Value::ServerError(_)) {
+                        *value = cmd.query_async(c).await?;
+                    }
+                }
+                Ok(values)
+            }
+            (_, connection) => pipe.query_async(connection).await,
+        }
+    }
+}
+
 /// Records in Redis: see the module documentation for the layout.
 pub struct RedisStore {
-    connections: Vec<ConnectionManager>,
+    connections: Vec<Connection>,
+    /// Set for a Redis Cluster.
+    cluster: Option<ClusterConnection>,
     next: AtomicUsize,
     prefix: String,
     url: String,
@@ -270,29 +417,60 @@ impl std::fmt::Debug for RedisStore {
 }
 
 impl RedisStore {
-    /// Connects to `url` (`redis://[user:password@]host[:port][/db]` or `rediss://...` for TLS).
+    /// Connects to `url` (`redis://[user:password@]host[:port][/db]` or `rediss://...` for TLS;
+    /// a Redis Cluster as `redis+cluster://[user:password@]host:port[,host:port...]/` or
+    /// `rediss+cluster://...`).
     ///
-    /// Refuses a server whose `maxmemory-policy` may evict keys (anything but `noeviction`)
-    /// unless `options.allow_evicting`: an evicted claim is a second execution. When the server
-    /// does not allow `CONFIG GET` (managed Redis), a warning is logged and the store opens.
+    /// Refuses a server (on a cluster: any primary) whose `maxmemory-policy` may evict keys
+    /// (anything but `noeviction`) unless `options.allow_evicting`: an evicted claim is a second
+    /// execution. When the server does not allow `CONFIG GET` (managed Redis), a warning is logged
+    /// and the store opens.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<RedisStore, StoreError> {
         let shown = redact_url(url);
-        if url.len() >= 9 && url[..9].eq_ignore_ascii_case("rediss://") {
+        if url.len() >= 6 && url[..6].eq_ignore_ascii_case("rediss") {
             // The redis crate builds rustls without choosing a crypto provider; unless the
             // application installed one, use ring's (an error means one is already installed).
             if rustls::crypto::CryptoProvider::get_default().is_none() {
                 let _ = rustls::crypto::ring::default_provider().install_default();
             }
         }
+        let prefix = options
+            .key_prefix
+            .clone()
+            .unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
+        let max_outcome_bytes = options
+            .max_outcome_bytes
+            .unwrap_or(DEFAULT_MAX_OUTCOME_BYTES);
+        if let Some(nodes) = cluster_node_urls(url)? {
+            let client = ClusterClientBuilder::new(nodes)
+                .connection_timeout(CONNECT_TIMEOUT)
+                .response_timeout(RESPONSE_TIMEOUT)
+                .retries(CLUSTER_RETRIES)
+                .min_retry_wait(10)
+                .max_retry_wait(500)
+                .build()
+                .map_err(|e| {
+                    StoreError::Configuration(format!("bad Redis Cluster URL {shown}: {e}"))
+                })?;
+            let cluster = client.get_async_connection().await.map_err(|e| {
+                StoreError::unavailable(format!("cannot connect to Redis Cluster {shown}: {e}"))
+            })?;
+            let store = RedisStore {
+                connections: vec![Connection::Cluster(cluster.clone())],
+                cluster: Some(cluster),
+                next: AtomicUsize::new(0),
+                prefix,
+                url: shown,
+                max_outcome_bytes,
+            };
+            store.check_eviction_policy(options.allow_evicting).await?;
+            return Ok(store);
+        }
         let client = redis::Client::open(url).map_err(|e| {
             StoreError::Configuration(format!(
                 "bad Redis URL {shown}: {e}; use redis://[user:password@]host[:port][/db] or rediss://..."
             ))
         })?;
-        let prefix = options
-            .key_prefix
-            .clone()
-            .unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
         let config = ConnectionManagerConfig::new()
             .set_number_of_retries(0)
             .set_connection_timeout(CONNECT_TIMEOUT)
@@ -302,16 +480,15 @@ impl RedisStore {
             let manager = ConnectionManager::new_with_config(client.clone(), config.clone())
                 .await
                 .map_err(|e| StoreError::unavailable(format!("cannot connect to {shown}: {e}")))?;
-            connections.push(manager);
+            connections.push(Connection::Single(manager));
         }
         let store = RedisStore {
             connections,
+            cluster: None,
             next: AtomicUsize::new(0),
             prefix,
             url: shown,
-            max_outcome_bytes: options
-                .max_outcome_bytes
-                .unwrap_or(DEFAULT_MAX_OUTCOME_BYTES),
+            max_outcome_bytes,
         };
         store.check_eviction_policy(options.allow_evicting).await?;
         Ok(store)
@@ -332,25 +509,39 @@ impl RedisStore {
         )
     }
 
+    /// Whether this store talks to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.cluster.is_some()
+    }
+
     async fn check_eviction_policy(&self, allow_evicting: bool) -> Result<(), StoreError> {
-        let mut connection = self.connection();
-        let answer: Result<Value, RedisError> = redis::cmd("CONFIG")
-            .arg("GET")
-            .arg("maxmemory-policy")
-            .query_async(&mut connection)
-            .await;
+        for mut node in self.primaries().await? {
+            let at = match node.name() {
+                Some(name) => format!("{} (node {name})", self.url),
+                None => self.url.clone(),
+            };
+            let answer: Result<Value, RedisError> = node
+                .query(redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy"))
+                .await;
+            self.check_policy_answer(&at, answer, allow_evicting)?;
+        }
+        Ok(())
+    }
+
+    fn check_policy_answer(
+        &self,
+        at: &str,
+        answer: Result<Value, RedisError>,
+        allow_evicting: bool,
+    ) -> Result<(), StoreError> {
         let policy = match answer {
             Ok(value) => config_value(&value),
             Err(e) if e.is_io_error() => {
-                return Err(StoreError::unavailable(format!(
-                    "cannot reach {}: {e}",
-                    self.url
-                )))
+                return Err(StoreError::unavailable(format!("cannot reach {at}: {e}")))
             }
             Err(e) => {
                 log::warn!(
-                    "idemkit: cannot read maxmemory-policy from {} ({e}); make sure it is `noeviction`, or evicted records will let calls run twice",
-                    self.url
+                    "idemkit: cannot read maxmemory-policy from {at} ({e}); make sure it is `noeviction`, or evicted records will let calls run twice"
                 );
                 return Ok(());
             }
@@ -359,29 +550,26 @@ impl RedisStore {
             Some(policy) if policy != "noeviction" => {
                 if allow_evicting {
                     log::warn!(
-                        "idemkit: {} has maxmemory-policy `{policy}` and may evict records; opened anyway because evicting was allowed",
-                        self.url
+                        "idemkit: {at} has maxmemory-policy `{policy}` and may evict records; opened anyway because evicting was allowed"
                     );
                     Ok(())
                 } else {
                     Err(StoreError::Configuration(format!(
-                        "Redis at {} has maxmemory-policy `{policy}`, which may evict idempotency records and let a call run twice; set `maxmemory-policy noeviction` (CONFIG SET maxmemory-policy noeviction, and in redis.conf), or open the store with allow_evicting (StoreOptions.allow_evicting / --allow-evicting) to accept the risk",
-                        self.url
+                        "Redis at {at} has maxmemory-policy `{policy}`, which may evict idempotency records and let a call run twice; set `maxmemory-policy noeviction` (CONFIG SET maxmemory-policy noeviction, and in redis.conf), or open the store with allow_evicting (StoreOptions.allow_evicting / --allow-evicting) to accept the risk"
                     )))
                 }
             }
             Some(_) => Ok(()),
             None => {
                 log::warn!(
-                    "idemkit: {} did not report its maxmemory-policy; make sure it is `noeviction`",
-                    self.url
+                    "idemkit: {at} did not report its maxmemory-policy; make sure it is `noeviction`"
                 );
                 Ok(())
             }
         }
     }
 
-    fn connection(&self) -> ConnectionManager {
+    fn connection(&self) -> Connection {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.connections.len();
         self.connections[i].clone()
     }
@@ -390,7 +578,7 @@ impl RedisStore {
     /// reconnects meanwhile). Only for operations that are safe to repeat.
     async fn run<T, F, Fut>(&self, op: F) -> Result<T, StoreError>
     where
-        F: Fn(ConnectionManager) -> Fut,
+        F: Fn(Connection) -> Fut,
         Fut: std::future::Future<Output = Result<T, RedisError>>,
     {
         let connection = self.connection();
@@ -407,23 +595,24 @@ impl RedisStore {
 
     async fn scan(
         &self,
-        connection: &mut ConnectionManager,
+        node: &mut Node,
         cursor: u64,
         pattern: &str,
         count: usize,
     ) -> Result<(u64, Vec<String>), StoreError> {
-        redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(count)
-            .query_async(connection)
-            .await
-            .map_err(|e| self.error(e))
+        node.query(
+            redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(count),
+        )
+        .await
+        .map_err(|e| self.error(e))
     }
 
-    async fn server_time(&self, connection: &mut ConnectionManager) -> Result<i64, StoreError> {
+    async fn server_time(&self, connection: &mut Connection) -> Result<i64, StoreError> {
         let (secs, micros): (i64, i64) = redis::cmd("TIME")
             .query_async(connection)
             .await
@@ -431,10 +620,61 @@ impl RedisStore {
         Ok(secs * 1000 + micros / 1000)
     }
 
-    /// The primaries to SCAN. A non-cluster URL has one server; this is where a cluster client
-    /// would list every primary.
-    fn primaries(&self) -> Vec<ConnectionManager> {
-        vec![self.connection()]
+    /// The cluster node `host:port` (from a list cursor).
+    fn node_named(&self, name: &str) -> Result<Node, StoreError> {
+        let (Some(cluster), Some(address)) = (&self.cluster, node_address(name)) else {
+            return Err(StoreError::Configuration(format!(
+                "bad list cursor node {name:?} for the Redis store"
+            )));
+        };
+        Ok(Node {
+            connection: Connection::Cluster(cluster.clone()),
+            address: Some(address),
+        })
+    }
+
+    /// The primaries to SCAN: the one server, or every primary of the cluster (sorted by
+    /// address, as `CLUSTER SLOTS` reports them now).
+    async fn primaries(&self) -> Result<Vec<Node>, StoreError> {
+        let Some(cluster) = &self.cluster else {
+            return Ok(vec![Node {
+                connection: self.connection(),
+                address: None,
+            }]);
+        };
+        let slots: Value = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query_async(&mut cluster.clone())
+            .await
+            .map_err(|e| self.error(e))?;
+        let mut addresses = Vec::new();
+        for range in items(slots)? {
+            let mut parts = items(range)?.into_iter().skip(2);
+            let primary = items(parts.next().unwrap_or(Value::Nil))?;
+            let (Some(host), Some(port)) = (primary.first(), primary.get(1)) else {
+                continue;
+            };
+            let host = text(host)?;
+            let port = u16::try_from(number(port)?)
+                .map_err(|_| StoreError::Corrupt("CLUSTER SLOTS: bad port".into()))?;
+            if !host.is_empty() && !addresses.contains(&(host.clone(), port)) {
+                addresses.push((host, port));
+            }
+        }
+        if addresses.is_empty() {
+            return Err(StoreError::unavailable(format!(
+                "Redis Cluster {} reports no primary serving slots",
+                self.url
+            )));
+        }
+        addresses.sort_by_key(|(host, port)| format!("{host}:{port}"));
+        Ok(addresses
+            .into_iter()
+            .map(|address| Node {
+                connection: Connection::Cluster(cluster.clone()),
+                address: Some(address),
+            })
+            .collect())
     }
 }
 
@@ -580,25 +820,44 @@ fn record_in(rest: Vec<Value>) -> Result<Record, StoreError> {
     record_from_hash(&flat)
 }
 
-/// A `list` position: where the SCAN is (`None` when it finished) and keys it returned that
-/// the previous page had no room for.
+/// A `list` position: on a cluster the node being scanned (`host:port`), where its SCAN is
+/// (`None` when it finished) and keys it returned that the previous page had no room for.
+///
+/// Rendered `r1.<scan>.<pending>` for one server, `c1/<node>/<scan>/<pending>` for a cluster.
 struct ListCursor {
+    node: Option<String>,
     scan: Option<u64>,
     pending: Vec<String>,
 }
 
 impl ListCursor {
-    fn parse(text: Option<&str>) -> Result<ListCursor, StoreError> {
+    fn parse(text: Option<&str>, cluster: bool) -> Result<ListCursor, StoreError> {
         let Some(text) = text else {
             return Ok(ListCursor {
+                node: None,
                 scan: Some(0),
                 pending: Vec::new(),
             });
         };
         let bad =
             || StoreError::Configuration(format!("bad list cursor {text:?} for the Redis store"));
-        let rest = text.strip_prefix("r1.").ok_or_else(bad)?;
-        let (scan, pending) = rest.split_once('.').ok_or_else(bad)?;
+        let (node, scan, pending) = if cluster {
+            let rest = text.strip_prefix("c1/").ok_or_else(bad)?;
+            let mut parts = rest.splitn(3, '/');
+            let (Some(node), Some(scan), Some(pending)) =
+                (parts.next(), parts.next(), parts.next())
+            else {
+                return Err(bad());
+            };
+            if node_address(node).is_none() {
+                return Err(bad());
+            }
+            (Some(node.to_owned()), scan, pending)
+        } else {
+            let rest = text.strip_prefix("r1.").ok_or_else(bad)?;
+            let (scan, pending) = rest.split_once('.').ok_or_else(bad)?;
+            (None, scan, pending)
+        };
         let scan = if scan == "-" {
             None
         } else {
@@ -612,7 +871,29 @@ impl ListCursor {
         if !pending.iter().all(|p| is_record_suffix(p)) {
             return Err(bad());
         }
-        Ok(ListCursor { scan, pending })
+        Ok(ListCursor {
+            node,
+            scan,
+            pending,
+        })
+    }
+
+    /// Moves to the next node (in `nodes`' order) once this one is done; answers whether it did.
+    fn advance(&mut self, nodes: &[String]) -> bool {
+        if self.scan.is_some() || !self.pending.is_empty() {
+            return false;
+        }
+        let Some(current) = &self.node else {
+            return false;
+        };
+        match nodes.iter().find(|n| n.as_str() > current.as_str()) {
+            Some(next) => {
+                self.node = Some(next.clone());
+                self.scan = Some(0);
+                true
+            }
+            None => false,
+        }
     }
 
     fn render(&self) -> Option<String> {
@@ -623,8 +904,32 @@ impl ListCursor {
             Some(c) => c.to_string(),
             None => "-".into(),
         };
-        Some(format!("r1.{scan}.{}", self.pending.join(",")))
+        match &self.node {
+            Some(node) => Some(format!("c1/{node}/{scan}/{}", self.pending.join(","))),
+            None => Some(format!("r1.{scan}.{}", self.pending.join(","))),
+        }
     }
+}
+
+/// `host:port` split into its parts.
+fn node_address(name: &str) -> Option<(String, u16)> {
+    let (host, port) = name.rsplit_once(':')?;
+    if host.is_empty() {
+        return None;
+    }
+    Some((host.to_owned(), port.parse().ok()?))
+}
+
+/// The sum of the integer answers of a pipeline (deleted counts).
+fn sum(values: &[Value]) -> Result<u64, StoreError> {
+    let mut total = 0u64;
+    for value in values {
+        if let Value::ServerError(e) = value {
+            return Err(StoreError::unavailable(format!("Redis: {e:?}")));
+        }
+        total += number(value)?.max(0) as u64;
+    }
+    Ok(total)
 }
 
 #[async_trait]
@@ -735,7 +1040,7 @@ impl Store for RedisStore {
     }
 
     async fn list(&self, filter: &ListFilter, cursor: Option<&str>) -> Result<Page, StoreError> {
-        let mut position = ListCursor::parse(cursor)?;
+        let mut position = ListCursor::parse(cursor, self.cluster.is_some())?;
         let limit = if filter.limit == 0 {
             1000
         } else {
@@ -751,6 +1056,29 @@ impl Store for RedisStore {
         };
         let mut connection = self.connection();
         let now = self.server_time(&mut connection).await?;
+        // On a cluster: every primary's `host:port`, in the order pages visit them.
+        let nodes: Vec<String> = if self.cluster.is_some() {
+            let mut names: Vec<String> = self
+                .primaries()
+                .await?
+                .iter()
+                .filter_map(Node::name)
+                .collect();
+            names.sort();
+            if cursor.is_none() {
+                position.node = names.first().cloned();
+            }
+            names
+        } else {
+            Vec::new()
+        };
+        let mut node = match &position.node {
+            Some(name) => self.node_named(name)?,
+            None => Node {
+                connection,
+                address: None,
+            },
+        };
         let mut records = Vec::new();
         let mut steps = 0;
         loop {
@@ -762,8 +1090,8 @@ impl Store for RedisStore {
                 for suffix in &batch {
                     pipe.cmd("HGETALL").arg(format!("{}{suffix}", self.prefix));
                 }
-                let hashes: Vec<Value> = pipe
-                    .query_async(&mut connection)
+                let hashes = node
+                    .pipeline(&pipe, batch.len())
                     .await
                     .map_err(|e| self.error(e))?;
                 for hash in hashes {
@@ -781,7 +1109,13 @@ impl Store for RedisStore {
                 }
                 continue;
             }
-            let Some(scan) = position.scan else { break };
+            let Some(scan) = position.scan else {
+                if position.advance(&nodes) {
+                    node = self.node_named(position.node.as_deref().unwrap_or_default())?;
+                    continue;
+                }
+                break;
+            };
             if steps >= LIST_SCAN_STEPS && !records.is_empty() {
                 break;
             }
@@ -790,12 +1124,7 @@ impl Store for RedisStore {
             }
             steps += 1;
             let (next, keys) = self
-                .scan(
-                    &mut connection,
-                    scan,
-                    &pattern,
-                    limit.clamp(100, SCAN_BATCH * 2),
-                )
+                .scan(&mut node, scan, &pattern, limit.clamp(100, SCAN_BATCH * 2))
                 .await?;
             position.scan = (next != 0).then_some(next);
             position.pending = keys
@@ -804,6 +1133,8 @@ impl Store for RedisStore {
                 .filter(|s| is_record_suffix(s))
                 .collect();
         }
+        // A node that finished hands over to the next one, so the cursor ends only after the last.
+        position.advance(&nodes);
         Ok(Page {
             records,
             next_cursor: position.render(),
@@ -855,7 +1186,7 @@ impl Store for RedisStore {
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
         let pattern = format!("{}{}:*", glob_escape(&self.prefix), tenant_segment(tenant));
         let mut removed = 0u64;
-        for mut primary in self.primaries() {
+        for mut primary in self.primaries().await? {
             let mut cursor = 0u64;
             loop {
                 let (next, keys) = self
@@ -868,11 +1199,11 @@ impl Store for RedisStore {
                     for key in &keys {
                         pipe.cmd("UNLINK").arg(key);
                     }
-                    let counts: Vec<i64> = pipe
-                        .query_async(&mut primary)
+                    let counts = primary
+                        .pipeline(&pipe, keys.len())
                         .await
                         .map_err(|e| self.error(e))?;
-                    removed += counts.iter().sum::<i64>() as u64;
+                    removed += sum(&counts)?;
                 }
                 if next == 0 {
                     break;
@@ -888,13 +1219,14 @@ impl Store for RedisStore {
         // expired but still present (the millisecond at `expires_at`, or a record whose TTL was
         // removed by hand) and deletes it, each key checked atomically on the server's clock.
         let pattern = format!("{}*", glob_escape(&self.prefix));
+        // SCRIPT LOAD: on a cluster the client sends it to every primary.
+        PURGE_ONE
+            .prepare_invoke()
+            .load_async(&mut self.connection())
+            .await
+            .map_err(|e| self.error(e))?;
         let mut removed = 0u64;
-        for mut primary in self.primaries() {
-            PURGE_ONE
-                .prepare_invoke()
-                .load_async(&mut primary)
-                .await
-                .map_err(|e| self.error(e))?;
+        for mut primary in self.primaries().await? {
             let mut cursor = 0u64;
             loop {
                 let (next, keys) = self
@@ -912,11 +1244,11 @@ impl Store for RedisStore {
                             .arg(1)
                             .arg(key);
                     }
-                    let counts: Vec<i64> = pipe
-                        .query_async(&mut primary)
+                    let counts = primary
+                        .pipeline(&pipe, keys.len())
                         .await
                         .map_err(|e| self.error(e))?;
-                    removed += counts.iter().sum::<i64>() as u64;
+                    removed += sum(&counts)?;
                 }
                 if next == 0 {
                     break;
@@ -969,18 +1301,67 @@ mod tests {
     fn list_cursors_round_trip() {
         let key = "cd".repeat(32);
         let c = ListCursor {
+            node: None,
             scan: Some(17),
             pending: vec![format!("_:{key}"), format!("t61:{key}")],
         };
         let text = c.render().unwrap();
-        let back = ListCursor::parse(Some(&text)).unwrap();
+        let back = ListCursor::parse(Some(&text), false).unwrap();
         assert_eq!(back.scan, Some(17));
         assert_eq!(back.pending, c.pending);
         let done = ListCursor {
+            node: None,
             scan: None,
             pending: vec![],
         };
         assert_eq!(done.render(), None);
-        assert!(ListCursor::parse(Some("nonsense")).is_err());
+        assert!(ListCursor::parse(Some("nonsense"), false).is_err());
+        assert!(ListCursor::parse(Some(&text), true).is_err());
+    }
+
+    #[test]
+    fn cluster_list_cursors_name_the_node_and_move_on_in_order() {
+        let key = "ef".repeat(32);
+        let nodes = vec!["127.0.0.1:7001".to_owned(), "127.0.0.1:7002".to_owned()];
+        let mut c = ListCursor {
+            node: Some(nodes[0].clone()),
+            scan: Some(5),
+            pending: vec![format!("_:{key}")],
+        };
+        let text = c.render().unwrap();
+        assert_eq!(text, format!("c1/127.0.0.1:7001/5/_:{key}"));
+        let back = ListCursor::parse(Some(&text), true).unwrap();
+        assert_eq!(back.node.as_deref(), Some("127.0.0.1:7001"));
+        assert_eq!((back.scan, back.pending), (Some(5), c.pending.clone()));
+        assert!(ListCursor::parse(Some(&text), false).is_err());
+        assert!(!c.advance(&nodes));
+        c.scan = None;
+        c.pending.clear();
+        assert!(c.advance(&nodes));
+        assert_eq!(
+            (c.node.as_deref(), c.scan),
+            (Some("127.0.0.1:7002"), Some(0))
+        );
+        c.scan = None;
+        assert!(!c.advance(&nodes));
+        assert_eq!(c.render(), None);
+    }
+
+    #[test]
+    fn cluster_urls_name_every_seed_node() {
+        assert_eq!(cluster_node_urls("redis://127.0.0.1:6379/0").unwrap(), None);
+        assert_eq!(
+            cluster_node_urls("redis+cluster://:pw@10.0.0.1:7001,10.0.0.2:7002/").unwrap(),
+            Some(vec![
+                "redis://:pw@10.0.0.1:7001/".to_owned(),
+                "redis://:pw@10.0.0.2:7002/".to_owned()
+            ])
+        );
+        assert_eq!(
+            cluster_node_urls("REDISS+CLUSTER://h:7001?protocol=3").unwrap(),
+            Some(vec!["rediss://h:7001/?protocol=3".to_owned()])
+        );
+        assert!(cluster_node_urls("redis+cluster://h:7001/2").is_err());
+        assert!(cluster_node_urls("redis+cluster:///").is_err());
     }
 }

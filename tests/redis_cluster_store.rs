@@ -1,0 +1,435 @@
+//! The Redis store against a real 3-primary Redis Cluster (`IDEMKIT_REDIS_CLUSTER_URL`,
+//! `redis+cluster://127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003/`, set by `scripts/test.sh` after
+//! `scripts/services.sh start`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use idemkit::store::redis::RedisStore;
+use idemkit::store::{Claim, ClaimRequest, ListFilter, RecordId, StoreOptions};
+use idemkit::testing::{random_key, random_tenant};
+use idemkit::{CallContext, CallError, Executor, KeyInput, Policy, Store, Token, Tool};
+use tokio::sync::RwLock;
+
+/// Tests take this for reading; the one that changes a node's configuration takes it for writing.
+static CLUSTER_CONFIG: RwLock<()> = RwLock::const_new(());
+
+fn cluster_url() -> Option<String> {
+    match std::env::var("IDEMKIT_REDIS_CLUSTER_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!("SKIPPED: IDEMKIT_REDIS_CLUSTER_URL not set — run scripts/test.sh");
+            None
+        }
+    }
+}
+
+fn options(prefix: &str) -> StoreOptions {
+    StoreOptions {
+        key_prefix: Some(prefix.to_owned()),
+        ..StoreOptions::default()
+    }
+}
+
+fn unique_prefix() -> String {
+    format!("idemkit-cluster-test-{}:", &Token::random().hex()[..10])
+}
+
+/// `host:port` of each seed node in the cluster URL.
+fn seed_nodes(url: &str) -> Vec<String> {
+    let rest = url.split_once("://").unwrap().1;
+    let authority = rest.split(['/', '?']).next().unwrap();
+    let hosts = authority.rsplit('@').next().unwrap();
+    hosts.split(',').map(str::to_owned).collect()
+}
+
+/// A plain connection to one node (`host:port`), to look at what that node holds.
+async fn node(address: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(format!("redis://{address}/"))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// Every primary's `host:port` with the slot ranges it serves (from `CLUSTER SLOTS`).
+async fn primaries(url: &str) -> BTreeMap<String, Vec<(i64, i64)>> {
+    let mut conn = node(&seed_nodes(url)[0]).await;
+    let slots: Vec<redis::Value> = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut out: BTreeMap<String, Vec<(i64, i64)>> = BTreeMap::new();
+    for range in slots {
+        let redis::Value::Array(parts) = range else {
+            panic!("CLUSTER SLOTS answer {range:?}")
+        };
+        let start: i64 = redis::from_redis_value(&parts[0]).unwrap();
+        let end: i64 = redis::from_redis_value(&parts[1]).unwrap();
+        let (host, port): (String, i64) = match &parts[2] {
+            redis::Value::Array(p) => (
+                redis::from_redis_value(&p[0]).unwrap(),
+                redis::from_redis_value(&p[1]).unwrap(),
+            ),
+            other => panic!("CLUSTER SLOTS node {other:?}"),
+        };
+        out.entry(format!("{host}:{port}"))
+            .or_default()
+            .push((start, end));
+    }
+    out
+}
+
+/// The keys matching `pattern` that one node holds (SCAN on that node only).
+async fn keys_on(address: &str, pattern: &str) -> BTreeSet<String> {
+    let mut conn = node(address).await;
+    let mut cursor = 0u64;
+    let mut keys = BTreeSet::new();
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        keys.extend(batch);
+        if next == 0 {
+            return keys;
+        }
+        cursor = next;
+    }
+}
+
+fn request<'a>(id: RecordId<'a>, token: Token) -> ClaimRequest<'a> {
+    ClaimRequest {
+        id,
+        scope: "redis_cluster_test",
+        token,
+        lease_ms: 60_000,
+        ttl_ms: 120_000,
+        retry_failure: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cluster_store_passes_the_conformance_suite() {
+    let Some(url) = cluster_url() else { return };
+    let _shared = CLUSTER_CONFIG.read().await;
+    let store = idemkit::store::open(&url, &options(&unique_prefix()))
+        .await
+        .unwrap();
+    assert!(
+        store.describe().starts_with("redis+cluster://"),
+        "{}",
+        store.describe()
+    );
+    idemkit::testing::check_store(|| {
+        let store = store.clone();
+        async move { store }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn records_spread_over_every_primary_and_forget_removes_them_from_each() {
+    let Some(url) = cluster_url() else { return };
+    let _shared = CLUSTER_CONFIG.read().await;
+    let prefix = unique_prefix();
+    let store = RedisStore::connect(&url, &options(&prefix)).await.unwrap();
+    assert!(store.is_cluster());
+    let primaries = primaries(&url).await;
+    assert_eq!(primaries.len(), 3, "a 3-primary cluster: {primaries:?}");
+
+    // 40 tenants (and no tenant) with 3 records each.
+    let tenants: Vec<Option<String>> = std::iter::once(None)
+        .chain((0..40).map(|_| Some(random_tenant())))
+        .collect();
+    let mut keys_of: BTreeMap<Option<String>, BTreeSet<String>> = BTreeMap::new();
+    for tenant in &tenants {
+        for _ in 0..3 {
+            let key = random_key();
+            let id = RecordId {
+                tenant: tenant.as_deref(),
+                key: &key,
+            };
+            let reply = store.claim(&request(id, Token::random())).await.unwrap();
+            assert!(matches!(reply.claim, Claim::Acquired { .. }));
+            keys_of
+                .entry(tenant.clone())
+                .or_default()
+                .insert(store.record_key(id));
+        }
+    }
+    let all: BTreeSet<String> = keys_of.values().flatten().cloned().collect();
+    assert_eq!(all.len(), 41 * 3);
+
+    // Each record lives on the primary serving its slot, and every primary holds some.
+    let pattern = format!("{prefix}*");
+    let mut on_node: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for address in primaries.keys() {
+        on_node.insert(address.clone(), keys_on(address, &pattern).await);
+    }
+    let mut any = node(primaries.keys().next().unwrap()).await;
+    for key in &all {
+        let slot: i64 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query_async(&mut any)
+            .await
+            .unwrap();
+        let owner = primaries
+            .iter()
+            .find(|(_, ranges)| ranges.iter().any(|(a, b)| (*a..=*b).contains(&slot)))
+            .map(|(address, _)| address.clone())
+            .unwrap();
+        assert!(
+            on_node[&owner].contains(key),
+            "{key} (slot {slot}) is not on {owner}"
+        );
+    }
+    for (address, keys) in &on_node {
+        assert!(
+            !keys.is_empty(),
+            "no record on primary {address}: {on_node:?}"
+        );
+        let dbsize: i64 = redis::cmd("DBSIZE")
+            .query_async(&mut node(address).await)
+            .await
+            .unwrap();
+        assert!(dbsize >= keys.len() as i64, "{address}: DBSIZE {dbsize}");
+    }
+    let total: usize = on_node.values().map(BTreeSet::len).sum();
+    assert_eq!(total, all.len());
+
+    // forget(tenant) removes that tenant's records from every node and nothing else.
+    let mut forgotten = BTreeSet::new();
+    for tenant in tenants.iter().take(21) {
+        let removed = store.forget(tenant.as_deref()).await.unwrap();
+        assert_eq!(removed, 3, "forget({tenant:?})");
+        forgotten.extend(keys_of[tenant].iter().cloned());
+        let (record, _) = store
+            .get(RecordId {
+                tenant: tenant.as_deref(),
+                key: &random_key(),
+            })
+            .await
+            .unwrap();
+        assert!(record.is_none());
+    }
+    let mut left = BTreeSet::new();
+    for address in primaries.keys() {
+        let keys = keys_on(address, &pattern).await;
+        assert!(
+            keys.is_disjoint(&forgotten),
+            "{address} still holds forgotten records"
+        );
+        left.extend(keys);
+    }
+    let expected: BTreeSet<String> = all.difference(&forgotten).cloned().collect();
+    assert_eq!(left, expected, "other tenants' records stay");
+    assert!(
+        forgotten
+            .iter()
+            .any(|k| on_node.values().any(|n| n.contains(k))),
+        "sanity"
+    );
+    let nodes_forgotten_on = on_node
+        .values()
+        .filter(|keys| !keys.is_disjoint(&forgotten))
+        .count();
+    assert_eq!(
+        nodes_forgotten_on, 3,
+        "the forgotten tenants had records on every primary"
+    );
+
+    // Forgetting again finds nothing; the rest goes too.
+    assert_eq!(store.forget(tenants[0].as_deref()).await.unwrap(), 0);
+    for tenant in tenants.iter().skip(21) {
+        assert_eq!(store.forget(tenant.as_deref()).await.unwrap(), 3);
+    }
+    for address in primaries.keys() {
+        assert!(keys_on(address, &pattern).await.is_empty(), "{address}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn list_pages_across_every_node() {
+    let Some(url) = cluster_url() else { return };
+    let _shared = CLUSTER_CONFIG.read().await;
+    let prefix = unique_prefix();
+    let store = idemkit::store::open(&url, &options(&prefix)).await.unwrap();
+    let tenant = random_tenant();
+    let other = random_tenant();
+    let mut mine = BTreeSet::new();
+    for i in 0..90 {
+        let key = random_key();
+        let t = if i % 3 == 0 { &other } else { &tenant };
+        let id = RecordId {
+            tenant: Some(t),
+            key: &key,
+        };
+        store.claim(&request(id, Token::random())).await.unwrap();
+        if t == &tenant {
+            mine.insert(key.hex());
+        }
+    }
+    assert_eq!(mine.len(), 60);
+
+    for (filter, expected) in [
+        (
+            ListFilter {
+                tenant: Some(Some(tenant.clone())),
+                limit: 7,
+                ..ListFilter::default()
+            },
+            60,
+        ),
+        (
+            ListFilter {
+                limit: 11,
+                ..ListFilter::default()
+            },
+            90,
+        ),
+    ] {
+        let mut seen = BTreeSet::new();
+        let mut cursor: Option<String> = None;
+        let mut nodes_in_cursors = BTreeSet::new();
+        let mut pages = 0;
+        loop {
+            let page = store.list(&filter, cursor.as_deref()).await.unwrap();
+            pages += 1;
+            assert!(page.records.len() <= filter.limit, "page over the limit");
+            for record in &page.records {
+                if filter.tenant.is_some() {
+                    assert_eq!(record.tenant.as_deref(), Some(tenant.as_str()));
+                }
+                seen.insert(record.key.clone());
+            }
+            match page.next_cursor {
+                Some(next) => {
+                    assert!(next.starts_with("c1/"), "{next}");
+                    nodes_in_cursors.insert(next.split('/').nth(1).unwrap().to_owned());
+                    cursor = Some(next);
+                }
+                None => break,
+            }
+            assert!(pages < 200, "list does not end");
+        }
+        assert_eq!(seen.len(), expected, "every record once over the pages");
+        if filter.tenant.is_some() {
+            assert_eq!(seen, mine);
+        }
+        assert!(pages >= expected / filter.limit, "{pages} pages");
+        assert_eq!(
+            nodes_in_cursors.len(),
+            3,
+            "the cursors walk every primary: {nodes_in_cursors:?}"
+        );
+    }
+    assert!(store
+        .list(&ListFilter::default(), Some("r1.0."))
+        .await
+        .is_err());
+    store.forget(Some(&tenant)).await.unwrap();
+    store.forget(Some(&other)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 8)]
+async fn concurrent_calls_on_the_cluster_run_the_body_once() {
+    let Some(url) = cluster_url() else { return };
+    let _shared = CLUSTER_CONFIG.read().await;
+    let store = idemkit::store::open(&url, &options(&unique_prefix()))
+        .await
+        .unwrap();
+    let executor = Executor::new(store.clone());
+    let tool = Tool::new(
+        "cluster_send",
+        Policy::default().with_lease(Duration::from_secs(30)),
+    )
+    .unwrap();
+    let tenant = random_tenant();
+    let context = CallContext::new().tenant(tenant.clone());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let input = format!(
+        r#"{{"to":"a@example.com","n":"{}"}}"#,
+        Token::random().hex()
+    );
+    let mut tasks = Vec::new();
+    for _ in 0..64 {
+        let (executor, tool, context, runs, input) = (
+            executor.clone(),
+            tool.clone(),
+            context.clone(),
+            runs.clone(),
+            input.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let result: Result<String, CallError<std::io::Error>> = executor
+                .call(&tool, &context, KeyInput::Json(&input), |_| async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    Ok("sent once".to_string())
+                })
+                .await;
+            result
+        }));
+    }
+    for task in tasks {
+        assert_eq!(task.await.unwrap().unwrap(), "sent once");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the body ran once");
+    store.forget(Some(&tenant)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_evicting_policy_on_any_primary_is_refused() {
+    let Some(url) = cluster_url() else { return };
+    let _exclusive = CLUSTER_CONFIG.write().await;
+    let primaries = primaries(&url).await;
+    let last = primaries.keys().last().unwrap().clone();
+    let mut conn = node(&last).await;
+    let set = |policy: &'static str| {
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory-policy")
+            .arg(policy)
+            .clone()
+    };
+    let _: () = set("allkeys-lru").query_async(&mut conn).await.unwrap();
+    let refused = RedisStore::connect(&url, &StoreOptions::default()).await;
+    let allowed = RedisStore::connect(
+        &url,
+        &StoreOptions {
+            allow_evicting: true,
+            ..StoreOptions::default()
+        },
+    )
+    .await;
+    let _: () = set("noeviction").query_async(&mut conn).await.unwrap();
+    let error = refused.expect_err("an evicting primary is refused");
+    let message = error.to_string();
+    assert!(message.contains("allkeys-lru"), "{message}");
+    assert!(message.contains(&last), "names the node: {message}");
+    assert!(allowed.is_ok());
+    RedisStore::connect(&url, &StoreOptions::default())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_urls_are_checked() {
+    let Some(url) = cluster_url() else { return };
+    let bad = url.trim_end_matches('/').to_owned() + "/3";
+    let error = idemkit::store::open(&bad, &StoreOptions::default())
+        .await
+        .err()
+        .expect("a database number is refused");
+    assert!(error.to_string().contains("database 0"), "{error}");
+}
