@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::key::{derive_key, Key, KeyInput, KeyScope};
 use crate::record::{Failure, Outcome, RecordState, Status, Token};
 use crate::store::{
-    Claim, ClaimRequest, Completion, ListFilter, RecordId, Resolution, Resolved, Store,
+    Claim, ClaimReply, ClaimRequest, Completion, ListFilter, RecordId, Resolution, Resolved, Store,
 };
 
 /// Lease used where a check needs a lease to end.
@@ -58,6 +58,20 @@ fn request<'a>(id: RecordId<'a>, token: Token, lease_ms: u64, ttl_ms: u64) -> Cl
         ttl_ms,
         retry_failure: false,
     }
+}
+
+/// Claims `id` for `token` and answers what the store found (panics on a store error).
+async fn claim(
+    store: &Arc<dyn Store>,
+    id: RecordId<'_>,
+    token: Token,
+    lease_ms: u64,
+    ttl_ms: u64,
+) -> ClaimReply {
+    store
+        .claim(&request(id, token, lease_ms, ttl_ms))
+        .await
+        .unwrap_or_else(|e| panic!("{}: claim failed: {e}", name(store)))
 }
 
 fn success(json: &str) -> Outcome {
@@ -103,10 +117,7 @@ pub async fn claim_on_a_free_key_acquires(store: Arc<dyn Store>) {
         tenant: None,
         key: &key,
     };
-    let reply = store
-        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    let reply = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
     match reply.claim {
         Claim::Acquired { lease_end } => assert!(
             lease_end > reply.now_ms,
@@ -175,10 +186,7 @@ pub async fn concurrent_takeovers_of_an_expired_record_have_exactly_one_winner(
             key: &key,
         };
         let token = Token::random();
-        store
-            .claim(&request(id, token, LONG_MS, SHORT_TTL_MS))
-            .await
-            .unwrap();
+        claim(&store, id, token, LONG_MS, SHORT_TTL_MS).await;
         store
             .complete(id, token, &success("1"), SHORT_TTL_MS)
             .await
@@ -205,10 +213,7 @@ pub async fn concurrent_retries_of_a_failure_have_exactly_one_winner(store: Arc<
             key: &key,
         };
         let token = Token::random();
-        store
-            .claim(&request(id, token, LONG_MS, LONG_MS))
-            .await
-            .unwrap();
+        claim(&store, id, token, LONG_MS, LONG_MS).await;
         let failure = Outcome::Failure(Failure::new("Timeout", "upstream timed out"));
         store.complete(id, token, &failure, LONG_MS).await.unwrap();
     }
@@ -264,25 +269,16 @@ pub async fn a_claim_with_the_holders_token_acquires_again(store: Arc<dyn Store>
         key: &key,
     };
     let token = Token::random();
-    let first = store
-        .claim(&request(id, token, LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    let first = claim(&store, id, token, LONG_MS, LONG_MS).await;
     assert!(matches!(first.claim, Claim::Acquired { .. }));
-    let again = store
-        .claim(&request(id, token, LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    let again = claim(&store, id, token, LONG_MS, LONG_MS).await;
     assert!(
         matches!(again.claim, Claim::Acquired { .. }),
         "{}: the holder's own token must acquire again, got {:?}",
         name(&store),
         again.claim
     );
-    let other = store
-        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    let other = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
     assert!(
         matches!(other.claim, Claim::InProgress(_)),
         "{}: {:?}",
@@ -300,10 +296,7 @@ pub async fn complete_and_release_act_only_for_the_owner(store: Arc<dyn Store>) 
     };
     let owner = Token::random();
     let stranger = Token::random();
-    store
-        .claim(&request(id, owner, LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    claim(&store, id, owner, LONG_MS, LONG_MS).await;
     let done = store
         .complete(id, stranger, &success("1"), LONG_MS)
         .await
@@ -352,10 +345,7 @@ pub async fn complete_is_safe_to_retry(store: Arc<dyn Store>) {
         key: &key,
     };
     let token = Token::random();
-    store
-        .claim(&request(id, token, LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    claim(&store, id, token, LONG_MS, LONG_MS).await;
     for _ in 0..2 {
         assert_eq!(
             store
@@ -367,10 +357,7 @@ pub async fn complete_is_safe_to_retry(store: Arc<dyn Store>) {
             name(&store)
         );
     }
-    let reply = store
-        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    let reply = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
     match reply.claim {
         Claim::Completed(r) => assert_eq!(r.outcome, Some(success(r#""ok""#))),
         other => panic!("{}: expected completed, got {other:?}", name(&store)),
@@ -387,18 +374,12 @@ pub async fn success_outcome_is_returned_exactly(store: Arc<dyn Store>) {
     let token = Token::random();
     let json =
         r#"{"id":9007199254740993,"name":"Jos\u00e9 \ud83d\ude00 日本","n":[1.5e300,null,true]}"#;
-    store
-        .claim(&request(id, token, LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    claim(&store, id, token, LONG_MS, LONG_MS).await;
     store
         .complete(id, token, &success(json), LONG_MS)
         .await
         .unwrap();
-    let reply = store
-        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    let reply = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
     match reply.claim {
         Claim::Completed(r) => {
             assert_eq!(r.state, RecordState::Completed);
@@ -421,20 +402,14 @@ pub async fn release_frees_the_key(store: Arc<dyn Store>) {
         key: &key,
     };
     let token = Token::random();
-    store
-        .claim(&request(id, token, LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    claim(&store, id, token, LONG_MS, LONG_MS).await;
     assert!(
         store.release(id, token).await.unwrap(),
         "{}: owner release",
         name(&store)
     );
     assert_eq!(store.get(id).await.unwrap().0, None);
-    let next = store
-        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    let next = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
     assert!(
         matches!(next.claim, Claim::Acquired { .. }),
         "{}: {:?}",
@@ -452,15 +427,9 @@ pub async fn failure_is_replaced_only_when_asked(store: Arc<dyn Store>) {
     };
     let token = Token::random();
     let failure = Outcome::Failure(Failure::new("SmtpError", "mailbox full"));
-    store
-        .claim(&request(id, token, LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    claim(&store, id, token, LONG_MS, LONG_MS).await;
     store.complete(id, token, &failure, LONG_MS).await.unwrap();
-    let plain = store
-        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    let plain = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
     match plain.claim {
         Claim::Completed(r) => assert_eq!(r.outcome, Some(failure.clone())),
         other => panic!("{}: expected the failure, got {other:?}", name(&store)),
@@ -502,16 +471,10 @@ pub async fn lease_end_makes_a_claim_abandoned_and_never_taken_over(store: Arc<d
         key: &key,
     };
     let holder = Token::random();
-    store
-        .claim(&request(id, holder, SHORT_LEASE_MS, LONG_MS))
-        .await
-        .unwrap();
+    claim(&store, id, holder, SHORT_LEASE_MS, LONG_MS).await;
     tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS + 150)).await;
     for _ in 0..2 {
-        let reply = store
-            .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
-            .await
-            .unwrap();
+        let reply = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
         match reply.claim {
             Claim::Abandoned(r) => assert_eq!(r.token, holder, "{}", name(&store)),
             other => panic!("{}: expected abandoned, got {other:?}", name(&store)),
@@ -529,10 +492,7 @@ pub async fn late_complete_turns_abandoned_into_completed(store: Arc<dyn Store>)
         key: &key,
     };
     let holder = Token::random();
-    store
-        .claim(&request(id, holder, SHORT_LEASE_MS, LONG_MS))
-        .await
-        .unwrap();
+    claim(&store, id, holder, SHORT_LEASE_MS, LONG_MS).await;
     tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS + 150)).await;
     assert_eq!(
         store
@@ -543,10 +503,7 @@ pub async fn late_complete_turns_abandoned_into_completed(store: Arc<dyn Store>)
         "{}",
         name(&store)
     );
-    let reply = store
-        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    let reply = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
     assert!(
         matches!(reply.claim, Claim::Completed(_)),
         "{}: {:?}",
@@ -563,10 +520,7 @@ pub async fn expired_records_are_invisible_and_free(store: Arc<dyn Store>) {
         key: &key,
     };
     let token = Token::random();
-    store
-        .claim(&request(id, token, LONG_MS, SHORT_TTL_MS))
-        .await
-        .unwrap();
+    claim(&store, id, token, LONG_MS, SHORT_TTL_MS).await;
     store
         .complete(id, token, &success("1"), SHORT_TTL_MS)
         .await
@@ -597,10 +551,7 @@ pub async fn expired_records_are_invisible_and_free(store: Arc<dyn Store>) {
             None => break,
         }
     }
-    let reply = store
-        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    let reply = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
     assert!(
         matches!(reply.claim, Claim::Acquired { .. }),
         "{}: {:?}",
@@ -626,10 +577,7 @@ pub async fn tenants_are_separate(store: Arc<dyn Store>) {
         key: &key,
     };
     for id in [ida, idb, idn] {
-        let reply = store
-            .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
-            .await
-            .unwrap();
+        let reply = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
         assert!(
             matches!(reply.claim, Claim::Acquired { .. }),
             "{}: {:?}",
@@ -643,10 +591,7 @@ pub async fn tenants_are_separate(store: Arc<dyn Store>) {
         key: &key,
     };
     let empty_holder = Token::random();
-    let reply = store
-        .claim(&request(ide, empty_holder, LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    let reply = claim(&store, ide, empty_holder, LONG_MS, LONG_MS).await;
     assert!(
         matches!(reply.claim, Claim::Acquired { .. }),
         "{}: \"\" is a tenant distinct from none",
@@ -667,10 +612,7 @@ pub async fn forget_removes_one_tenant_only(store: Arc<dyn Store>) {
                 key,
             };
             let token = Token::random();
-            store
-                .claim(&request(id, token, LONG_MS, LONG_MS))
-                .await
-                .unwrap();
+            claim(&store, id, token, LONG_MS, LONG_MS).await;
             store
                 .complete(id, token, &success("1"), LONG_MS)
                 .await
@@ -723,10 +665,7 @@ pub async fn purge_expired_removes_expired_records(store: Arc<dyn Store>) {
             key,
         };
         let token = Token::random();
-        store
-            .claim(&request(id, token, LONG_MS, ttl))
-            .await
-            .unwrap();
+        claim(&store, id, token, LONG_MS, ttl).await;
         store.complete(id, token, &success("1"), ttl).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(SHORT_TTL_MS + 150)).await;
@@ -772,10 +711,7 @@ pub async fn record_fields_are_kept(store: Arc<dyn Store>) {
         key: &key,
     };
     let token = Token::random();
-    let reply = store
-        .claim(&request(id, token, 60_000, 120_000))
-        .await
-        .unwrap();
+    let reply = claim(&store, id, token, 60_000, 120_000).await;
     let (record, now) = store.get(id).await.unwrap();
     let r = record.expect("claimed record");
     assert_eq!(r.key, key.hex());
@@ -836,10 +772,7 @@ pub async fn resolve_settles_only_unfinished_records_with_the_expected_token(
         Resolved::NotFound
     );
     let holder = Token::random();
-    store
-        .claim(&request(id, holder, SHORT_LEASE_MS, LONG_MS))
-        .await
-        .unwrap();
+    claim(&store, id, holder, SHORT_LEASE_MS, LONG_MS).await;
     tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS + 100)).await;
     let wrong = store
         .resolve(id, Token::random(), &Resolution::Release)
@@ -860,10 +793,8 @@ pub async fn resolve_settles_only_unfinished_records_with_the_expected_token(
         "{}",
         name(&store)
     );
-    match store
-        .claim(&request(id, Token::random(), LONG_MS, LONG_MS))
+    match claim(&store, id, Token::random(), LONG_MS, LONG_MS)
         .await
-        .unwrap()
         .claim
     {
         Claim::Completed(r) => assert_eq!(r.outcome, Some(success(r#"{"resolved":true}"#))),
@@ -888,10 +819,7 @@ pub async fn resolve_settles_only_unfinished_records_with_the_expected_token(
         key: &key2,
     };
     let holder2 = Token::random();
-    store
-        .claim(&request(id2, holder2, LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    claim(&store, id2, holder2, LONG_MS, LONG_MS).await;
     assert_eq!(
         store
             .resolve(id2, holder2, &Resolution::Release)
@@ -916,27 +844,13 @@ pub async fn list_filters_by_tenant_and_status(store: Arc<dyn Store>) {
         tenant: Some(&tenant),
         key,
     };
-    store
-        .claim(&request(id(&done), token, LONG_MS, LONG_MS))
-        .await
-        .unwrap();
+    claim(&store, id(&done), token, LONG_MS, LONG_MS).await;
     store
         .complete(id(&done), token, &success("1"), LONG_MS)
         .await
         .unwrap();
-    store
-        .claim(&request(id(&running), Token::random(), LONG_MS, LONG_MS))
-        .await
-        .unwrap();
-    store
-        .claim(&request(
-            id(&dead),
-            Token::random(),
-            SHORT_LEASE_MS,
-            LONG_MS,
-        ))
-        .await
-        .unwrap();
+    claim(&store, id(&running), Token::random(), LONG_MS, LONG_MS).await;
+    claim(&store, id(&dead), Token::random(), SHORT_LEASE_MS, LONG_MS).await;
     tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS + 100)).await;
     let all = collect(
         &store,
@@ -1001,10 +915,7 @@ pub async fn wait_for_change_returns_when_an_outcome_lands(store: Arc<dyn Store>
             tenant: None,
             key: &key,
         };
-        store
-            .claim(&request(id, holder, LONG_MS, LONG_MS))
-            .await
-            .unwrap();
+        claim(&store, id, holder, LONG_MS, LONG_MS).await;
     }
     let completer = {
         let store = store.clone();
