@@ -432,4 +432,32 @@ async fn cluster_urls_are_checked() {
         .err()
         .expect("a database number is refused");
     assert!(error.to_string().contains("database 0"), "{error}");
+
+    // A plain redis:// URL naming a cluster node is refused with the cluster form.
+    let single = format!("redis://{}/", seed_nodes(&url)[0]);
+    let error = idemkit::store::open(&single, &StoreOptions::default())
+        .await
+        .err()
+        .expect("a cluster node behind redis:// is refused");
+    assert!(error.to_string().contains("redis+cluster://"), "{error}");
+    assert_eq!(error.kind(), idemkit::ErrorKind::Configuration, "{error}");
+
+    // And a redis+cluster:// URL naming a server without cluster support.
+    if let Ok(plain) = std::env::var("IDEMKIT_REDIS_URL") {
+        let authority = plain
+            .split_once("://")
+            .unwrap()
+            .1
+            .split('/')
+            .next()
+            .unwrap();
+        let error = idemkit::store::open(
+            &format!("redis+cluster://{authority}/"),
+            &StoreOptions::default(),
+        )
+        .await
+        .err()
+        .expect("a server without cluster support is refused");
+        assert_eq!(error.kind(), idemkit::ErrorKind::Configuration, "{error}");
+    }
 }

@@ -453,7 +453,15 @@ impl RedisStore {
                     StoreError::Configuration(format!("bad Redis Cluster URL {shown}: {e}"))
                 })?;
             let cluster = client.get_async_connection().await.map_err(|e| {
-                StoreError::unavailable(format!("cannot connect to Redis Cluster {shown}: {e}"))
+                if e.to_string().contains("cluster support disabled") {
+                    StoreError::Configuration(format!(
+                        "{shown} is not a Redis Cluster (cluster support disabled); open it as redis://host:port/ instead"
+                    ))
+                } else {
+                    StoreError::unavailable(format!(
+                        "cannot connect to Redis Cluster {shown}: {e}"
+                    ))
+                }
             })?;
             let store = RedisStore {
                 connections: vec![Connection::Cluster(cluster.clone())],
@@ -490,6 +498,7 @@ impl RedisStore {
             url: shown,
             max_outcome_bytes,
         };
+        store.refuse_cluster_node().await?;
         store.check_eviction_policy(options.allow_evicting).await?;
         Ok(store)
     }
@@ -507,6 +516,24 @@ impl RedisStore {
             tenant_segment(id.tenant),
             id.key.hex()
         )
+    }
+
+    /// A `redis://` URL naming a cluster node would send every key to that one node, which
+    /// answers `MOVED` for most of them: refuse it and name the cluster URL form instead.
+    async fn refuse_cluster_node(&self) -> Result<(), StoreError> {
+        let info: Result<String, RedisError> = redis::cmd("INFO")
+            .arg("cluster")
+            .query_async(&mut self.connection())
+            .await;
+        match info {
+            Ok(text) if text.lines().any(|l| l.trim() == "cluster_enabled:1") => {
+                Err(StoreError::Configuration(format!(
+                    "{} is a Redis Cluster node; open the cluster as redis+cluster://host:port[,host:port...]/ (rediss+cluster:// for TLS) so that each key goes to the node that holds it",
+                    self.url
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Whether this store talks to a Redis Cluster.
