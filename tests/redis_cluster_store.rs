@@ -461,3 +461,101 @@ async fn cluster_urls_are_checked() {
         assert_eq!(error.kind(), idemkit::ErrorKind::Configuration, "{error}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn forget_and_purge_work_in_batches_on_every_node() {
+    let Some(url) = cluster_url() else { return };
+    let _shared = CLUSTER_CONFIG.read().await;
+    let prefix = unique_prefix();
+    let store = Arc::new(RedisStore::connect(&url, &options(&prefix)).await.unwrap());
+    let tenant = random_tenant();
+
+    // More records than one SCAN batch (500) on each node.
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let (store, tenant) = (store.clone(), tenant.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..125 {
+                let key = random_key();
+                let id = RecordId {
+                    tenant: Some(&tenant),
+                    key: &key,
+                };
+                store.claim(&request(id, Token::random())).await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 2000);
+    for address in primaries(&url).await.keys() {
+        assert!(keys_on(address, &format!("{prefix}*")).await.is_empty());
+    }
+
+    // Records expired but still present (their TTL removed by hand) are purged on every node.
+    let client = redis::cluster::ClusterClient::new(
+        seed_nodes(&url)
+            .iter()
+            .map(|a| format!("redis://{a}/"))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let mut cluster = client.get_async_connection().await.unwrap();
+    let mut keys = Vec::new();
+    for _ in 0..30 {
+        let key = random_key();
+        let id = RecordId {
+            tenant: None,
+            key: &key,
+        };
+        let mut short = request(id, Token::random());
+        short.lease_ms = 50;
+        short.ttl_ms = 50;
+        store.claim(&short).await.unwrap();
+        let name = store.record_key(id);
+        let _: i64 = redis::cmd("PERSIST")
+            .arg(&name)
+            .query_async(&mut cluster)
+            .await
+            .unwrap();
+        keys.push(name);
+    }
+    let live_key = random_key();
+    store
+        .claim(&request(
+            RecordId {
+                tenant: None,
+                key: &live_key,
+            },
+            Token::random(),
+        ))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let on_nodes = {
+        let mut n = BTreeSet::new();
+        for (address, _) in primaries(&url).await {
+            if !keys_on(&address, &format!("{prefix}_:*")).await.is_empty() {
+                n.insert(address);
+            }
+        }
+        n
+    };
+    assert_eq!(on_nodes.len(), 3, "expired records on every primary");
+    assert_eq!(store.purge_expired().await.unwrap(), 30);
+    for key in &keys {
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(key)
+            .query_async(&mut cluster)
+            .await
+            .unwrap();
+        assert_eq!(exists, 0, "{key}");
+    }
+    assert_eq!(store.purge_expired().await.unwrap(), 0);
+    assert_eq!(
+        store.forget(None).await.unwrap(),
+        1,
+        "the live record stays"
+    );
+}

@@ -28,8 +28,10 @@
 //! keys they find with per-key commands pipelined to that node (a command the node refuses
 //! because its slot moved is sent again routed by key); a `list` cursor names the node and its
 //! SCAN cursor. Opening checks `maxmemory-policy` on every primary. The cluster has only
-//! database 0. While slots migrate, a SCAN may miss or repeat keys (as on any cluster); run
-//! `forget` again after a resharding to be sure.
+//! database 0. While slots migrate, a SCAN may miss or repeat keys (as on any cluster) and the
+//! counts `forget`/`purge_expired` answer may fall short; run `forget` again after a resharding
+//! to be sure. A `redis://` URL naming a cluster node is refused (it would answer `MOVED` for
+//! most keys), as is a `redis+cluster://` URL naming a server without cluster support.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -378,18 +380,25 @@ impl Node {
         }
     }
 
-    /// The answers of a pipeline of single-key commands. On a cluster node, a command the node
-    /// refuses (its slot moved meanwhile) is sent once more, routed by its key.
+    /// The answers of a pipeline of single-key commands (each safe to repeat). On a cluster
+    /// node that refuses some of them because their slot moved meanwhile (`MOVED`/`ASK`), the
+    /// commands are sent once more one by one, each routed by its key.
     async fn pipeline(&mut self, pipe: &Pipeline, count: usize) -> Result<Vec<Value>, RedisError> {
         match (self.routing(), &mut self.connection) {
             (Some(route), Connection::Cluster(c)) => {
-                let mut values = c.route_pipeline(pipe, 0, count, route).await?;
-                for (value, cmd) in values.iter_mut().zip(pipe.cmd_iter()) {
-                    if matches!(value, Value::ServerError(_)) {
-                        *value = cmd.query_async(c).await?;
+                match c.route_pipeline(pipe, 0, count, route).await {
+                    Ok(values) if !values.iter().any(|v| matches!(v, Value::ServerError(_))) => {
+                        Ok(values)
+                    }
+                    Err(e) if e.redirect_node().is_none() => Err(e),
+                    _ => {
+                        let mut values = Vec::with_capacity(count);
+                        for cmd in pipe.cmd_iter() {
+                            values.push(cmd.query_async(c).await?);
+                        }
+                        Ok(values)
                     }
                 }
-                Ok(values)
             }
             (_, connection) => pipe.query_async(connection).await,
         }
@@ -1372,6 +1381,53 @@ mod tests {
         c.scan = None;
         assert!(!c.advance(&nodes));
         assert_eq!(c.render(), None);
+    }
+
+    /// Needs the local cluster (`IDEMKIT_REDIS_CLUSTER_URL`, see scripts/services.sh).
+    #[tokio::test]
+    async fn a_node_pipeline_with_keys_of_other_nodes_falls_back_to_routing_by_key() {
+        let Ok(url) = std::env::var("IDEMKIT_REDIS_CLUSTER_URL") else {
+            eprintln!("SKIPPED: IDEMKIT_REDIS_CLUSTER_URL not set — run scripts/test.sh");
+            return;
+        };
+        let prefix = format!("idemkit-unit-{}:", &Token::random().hex()[..10]);
+        let options = StoreOptions {
+            key_prefix: Some(prefix.clone()),
+            ..StoreOptions::default()
+        };
+        let store = RedisStore::connect(&url, &options).await.unwrap();
+        let mut nodes = store.primaries().await.unwrap();
+        assert_eq!(nodes.len(), 3);
+        // Keys in many slots: most belong to other nodes than the one the pipeline goes to.
+        let keys: Vec<String> = (0..20).map(|i| format!("{prefix}{i}")).collect();
+        let mut pipe = redis::pipe();
+        for key in &keys {
+            pipe.cmd("UNLINK").arg(key);
+        }
+        let mut cluster = store.connection();
+        for key in &keys {
+            let _: () = redis::cmd("SET")
+                .arg(key)
+                .arg("x")
+                .query_async(&mut cluster)
+                .await
+                .unwrap();
+        }
+        // The node deletes its own keys and refuses the others (MOVED); in the end every key is
+        // gone and every command has its own answer.
+        let values = nodes[0].pipeline(&pipe, keys.len()).await.unwrap();
+        assert_eq!(values.len(), keys.len());
+        assert!(sum(&values).unwrap() <= keys.len() as u64);
+        for key in &keys {
+            let exists: i64 = redis::cmd("EXISTS")
+                .arg(key)
+                .query_async(&mut cluster)
+                .await
+                .unwrap();
+            assert_eq!(exists, 0, "{key}");
+        }
+        let again = nodes[1].pipeline(&pipe, keys.len()).await.unwrap();
+        assert_eq!(sum(&again).unwrap(), 0);
     }
 
     #[test]
