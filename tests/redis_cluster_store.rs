@@ -559,3 +559,254 @@ async fn forget_and_purge_work_in_batches_on_every_node() {
         "the live record stays"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A private 3-primary cluster whose nodes the test stops and restarts.
+
+struct PrivateCluster {
+    nodes: Vec<(u16, std::process::Child)>,
+    dir: std::path::PathBuf,
+}
+
+impl PrivateCluster {
+    /// Three cluster-enabled `redis-server`s on free ports, joined by `redis-cli --cluster create`.
+    fn start() -> Option<PrivateCluster> {
+        let dir = std::env::temp_dir().join(format!(
+            "idemkit-private-cluster-{}",
+            &Token::random().hex()[..10]
+        ));
+        let mut cluster = PrivateCluster {
+            nodes: Vec::new(),
+            dir,
+        };
+        let mut ports = Vec::new();
+        while ports.len() < 3 {
+            let port = free_port();
+            // The cluster bus listens on port + 10000.
+            if port < 55000
+                && !ports.contains(&port)
+                && std::net::TcpListener::bind(("127.0.0.1", port + 10000)).is_ok()
+            {
+                ports.push(port);
+            }
+        }
+        for port in ports {
+            let child = cluster.spawn(port)?;
+            cluster.nodes.push((port, child));
+        }
+        for (port, _) in &cluster.nodes {
+            wait_until(&format!("node {port} answers"), || {
+                redis_cli(*port, &["ping"]).contains("PONG")
+            });
+        }
+        let hosts: Vec<String> = cluster
+            .nodes
+            .iter()
+            .map(|(p, _)| format!("127.0.0.1:{p}"))
+            .collect();
+        let created = std::process::Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&hosts)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli runs");
+        assert!(
+            created.status.success(),
+            "{}",
+            String::from_utf8_lossy(&created.stdout)
+        );
+        cluster.wait_ok();
+        Some(cluster)
+    }
+
+    fn spawn(&self, port: u16) -> Option<std::process::Child> {
+        let dir = self.dir.join(port.to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        match std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(["--maxmemory-policy", "noeviction"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+        {
+            Ok(child) => Some(child),
+            Err(e) => {
+                eprintln!(
+                    "SKIPPED: cannot start redis-server ({e}) — run scripts/services.sh start"
+                );
+                None
+            }
+        }
+    }
+
+    fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|(p, _)| format!("127.0.0.1:{p}"))
+            .collect();
+        format!("redis+cluster://{}/", hosts.join(","))
+    }
+
+    fn wait_ok(&self) {
+        for (port, _) in &self.nodes {
+            wait_until(&format!("node {port} reports cluster_state:ok"), || {
+                redis_cli(*port, &["cluster", "info"]).contains("cluster_state:ok")
+            });
+        }
+    }
+
+    fn stop(&mut self, i: usize) {
+        let (_, child) = &mut self.nodes[i];
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Starts node `i` again on its port, from its `nodes.conf`: it rejoins as the same node.
+    fn restart(&mut self, i: usize) {
+        let port = self.nodes[i].0;
+        self.nodes[i].1 = self.spawn(port).expect("redis-server ran before");
+        self.wait_ok();
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.nodes {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn redis_cli(port: u16, args: &[&str]) -> String {
+    std::process::Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "{what}: timed out");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopped_primary_fails_its_calls_unrun_and_the_store_recovers() {
+    if cluster_url().is_none() {
+        return;
+    }
+    let Some(mut cluster) = PrivateCluster::start() else {
+        return;
+    };
+    let store = idemkit::store::open(&cluster.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let executor = Executor::new(store.clone());
+    let tool = Tool::new(
+        "cluster_outage",
+        Policy::new(idemkit::KeyStrategy::Explicit).with_lease(Duration::from_secs(30)),
+    )
+    .unwrap();
+    let context = CallContext::new().tenant("outage");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let call = |key: String| {
+        let (executor, tool, context, runs) = (
+            executor.clone(),
+            tool.clone(),
+            context.clone(),
+            runs.clone(),
+        );
+        let n = key.len();
+        async move {
+            executor
+                .call(&tool, &context, KeyInput::Explicit(&key), |_| async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, std::io::Error>(n)
+                })
+                .await
+        }
+    };
+    let keys: Vec<String> = (0..12).map(|i| format!("order-{i}")).collect();
+    for key in &keys {
+        call(key.clone()).await.unwrap();
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 12);
+
+    cluster.stop(2);
+    let mut failed = Vec::new();
+    for key in &keys {
+        let started = std::time::Instant::now();
+        match call(key.clone()).await {
+            Ok(n) => assert_eq!(n, key.len()),
+            Err(CallError::Idempotency(e)) => {
+                assert_eq!(e.kind(), idemkit::ErrorKind::StoreUnavailable, "{e}");
+                failed.push(key.clone());
+            }
+            Err(other) => panic!("{other:?}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "a call took {:?} with a primary down",
+            started.elapsed()
+        );
+    }
+    eprintln!(
+        "{} of {} calls failed unrun with a primary down",
+        failed.len(),
+        keys.len()
+    );
+    assert!(
+        !failed.is_empty(),
+        "some of 12 keys live on the stopped primary"
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        12,
+        "nothing ran again: answered calls replayed, the others failed unrun"
+    );
+    assert!(
+        store.forget(Some("nobody")).await.is_err(),
+        "forget cannot reach every primary"
+    );
+
+    cluster.restart(2);
+    // The restarted node lost its records (no persistence): those keys run once more, the rest
+    // replay. The first call after the outage already works.
+    let mut recovered = None;
+    for _ in 0..50 {
+        match call(failed[0].clone()).await {
+            Ok(_) => {
+                recovered = Some(());
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    recovered.expect("the store recovers after the primary is back");
+    for key in &keys {
+        call(key.clone()).await.unwrap();
+    }
+    let rerun = runs.load(Ordering::SeqCst) - 12;
+    // The keys on the stopped node ran once more (it lost them); the others replayed.
+    assert!((1..=failed.len()).contains(&rerun), "{rerun} re-runs");
+    assert!(store.forget(Some("outage")).await.unwrap() as usize >= keys.len());
+}
