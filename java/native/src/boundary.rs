@@ -16,6 +16,8 @@ use jni::{jni_sig, jni_str, Env, EnvUnowned};
 pub(crate) enum Failure {
     /// idemkit refused or failed the call; Java gets the exception class of its kind.
     Idemkit(idemkit::Error),
+    /// As `Idemkit`, for an error the core raised without a key, about a call that has one.
+    Keyed(idemkit::Error, String),
     /// A handle was 0 (never created, or already destroyed by its owner).
     NullHandle(&'static str),
     /// An argument Java should never pass (a bug in the binding).
@@ -33,7 +35,7 @@ impl From<jni::errors::Error> for Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::Idemkit(e) => write!(f, "{e}"),
+            Failure::Idemkit(e) | Failure::Keyed(e, _) => write!(f, "{e}"),
             Failure::NullHandle(what) => write!(f, "{what} is closed (native handle 0)"),
             Failure::IllegalArgument(m) => f.write_str(m),
             Failure::Jni(e) => write!(f, "JNI call failed: {e}"),
@@ -77,7 +79,8 @@ impl<T: Default> ErrorPolicy<T, Failure> for ThrowJava {
         }
         let summary = err.to_string();
         let thrown = match err {
-            Failure::Idemkit(error) => throw_idemkit(env, &error),
+            Failure::Idemkit(error) => throw_idemkit(env, &error, None),
+            Failure::Keyed(error, key) => throw_idemkit(env, &error, Some(&key)),
             Failure::NullHandle(what) => env.throw_new(
                 jni_str!("java/lang/NullPointerException"),
                 JNIString::from(format!(
@@ -212,7 +215,12 @@ fn throw_coded(
     env.throw(throwable)
 }
 
-fn throw_idemkit(env: &mut Env<'_>, error: &idemkit::Error) -> jni::errors::Result<()> {
+/// Throws `error`'s exception; `call_key` is the call's key for an error that names none itself.
+fn throw_idemkit(
+    env: &mut Env<'_>,
+    error: &idemkit::Error,
+    call_key: Option<&str>,
+) -> jni::errors::Result<()> {
     use idemkit::Error as E;
     let (tool, error_type, error_message) = match error {
         E::InvalidKey { tool, .. }
@@ -239,7 +247,7 @@ fn throw_idemkit(env: &mut Env<'_>, error: &idemkit::Error) -> jni::errors::Resu
         error.kind().code(),
         &error.to_string(),
         tool,
-        error.key(),
+        error.key().or(call_key),
         error_type,
         error_message,
     )

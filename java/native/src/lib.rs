@@ -130,28 +130,6 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_toolDestroy<'l>(
 }
 
 #[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_idemkit_NativeBridge_begin<'l>(
-    mut env: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    store: jlong,
-    tool: jlong,
-    tenant: JString<'l>,
-    run: JString<'l>,
-    input: JByteArray<'l>,
-    length: jint,
-    explicit: jboolean,
-    budget_ms: jint,
-    out: JLongArray<'l>,
-) -> JByteArray<'l> {
-    entry(&mut env, |env| {
-        ops::begin(
-            env, store, tool, &tenant, &run, &input, length, explicit, budget_ms, &out,
-        )
-    })
-}
-
-#[no_mangle]
 pub extern "system" fn Java_dev_idemkit_NativeBridge_advance<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
@@ -160,15 +138,6 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_advance<'l>(
     out: JLongArray<'l>,
 ) -> JByteArray<'l> {
     entry(&mut env, |env| ops::advance(env, attempt, budget_ms, &out))
-}
-
-#[no_mangle]
-pub extern "system" fn Java_dev_idemkit_NativeBridge_attemptKey<'l>(
-    mut env: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    attempt: jlong,
-) -> JString<'l> {
-    entry(&mut env, |env| ops::attempt_key(env, attempt))
 }
 
 #[no_mangle]
@@ -280,7 +249,7 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_contextDestroy<'l>(
 
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub extern "system" fn Java_dev_idemkit_NativeBridge_beginIn<'l>(
+pub extern "system" fn Java_dev_idemkit_NativeBridge_begin<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
     store: jlong,
@@ -293,7 +262,7 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_beginIn<'l>(
     out: JLongArray<'l>,
 ) -> JByteArray<'l> {
     entry(&mut env, |env| {
-        ops::begin_in(
+        ops::begin(
             env, store, tool, context, &input, length, explicit, budget_ms, &out,
         )
     })

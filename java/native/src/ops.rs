@@ -201,23 +201,77 @@ pub(crate) fn tool_new(
     Ok(handles::tool_into_handle(tool))
 }
 
-/// Writes the step (and the attempt handle, if any) to `out`, returning the replay bytes.
+/// The call's key as ASCII: the 64-hex key, the UUID (36 characters), or nothing (`NONE`).
+struct KeyText {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl KeyText {
+    fn of(attempt: &idemkit::Attempt) -> KeyText {
+        let mut text = KeyText {
+            bytes: [0; 64],
+            len: 0,
+        };
+        if let Some(key) = attempt.key() {
+            key.write_hex(&mut text.bytes);
+            text.len = 64;
+        } else if let Some(uuid) = attempt.key_text() {
+            let n = uuid.len().min(64);
+            text.bytes[..n].copy_from_slice(&uuid.as_bytes()[..n]);
+            text.len = n;
+        }
+        text
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        (self.len > 0).then(|| std::str::from_utf8(self.as_bytes()).unwrap_or_default())
+    }
+}
+
+/// Writes `[attempt handle, step, key length]` to `out` and answers the call's key (ASCII)
+/// followed, for a replay, by the remembered result's JSON, in one `byte[]` (null when both are
+/// empty). A replay has no attempt handle (0), but always its key.
 fn answer<'l>(
     env: &mut Env<'l>,
     out: &JLongArray<'_>,
-    step: Step,
+    step: &Step,
     handle: jlong,
+    key: &KeyText,
 ) -> Result<JByteArray<'l>> {
     let (code, replay) = match step {
-        Step::Run => (STEP_RUN, None),
-        Step::Replay(json) => (STEP_REPLAY, Some(json)),
-        Step::Pending => (STEP_PENDING, None),
+        Step::Run => (STEP_RUN, &[][..]),
+        Step::Replay(json) => (STEP_REPLAY, json.as_bytes()),
+        Step::Pending => (STEP_PENDING, &[][..]),
     };
-    out.set_region(env, 0, &[handle, code])?;
-    Ok(match replay {
-        Some(json) => env.byte_array_from_slice(json.as_bytes())?,
-        None => JByteArray::default(),
-    })
+    out.set_region(env, 0, &[handle, code, key.len as jlong])?;
+    let total = key.len + replay.len();
+    if total == 0 {
+        return Ok(JByteArray::default());
+    }
+    let array = JByteArray::new(env, total)?;
+    array.set_region(env, 0, as_jbytes(key.as_bytes()))?;
+    if !replay.is_empty() {
+        array.set_region(env, key.len as jint, as_jbytes(replay))?;
+    }
+    Ok(array)
+}
+
+fn as_jbytes(bytes: &[u8]) -> &[i8] {
+    // SAFETY: i8 and u8 have the same size and alignment; only the bit patterns cross.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const i8, bytes.len()) }
+}
+
+/// An error of the call names its key, if the call has one (the core's store errors do not).
+fn with_key(error: Error, key: &KeyText) -> Failure {
+    match (error.key(), key.as_str()) {
+        (None, Some(key)) => Failure::Keyed(error, key.to_owned()),
+        _ => Failure::Idemkit(error),
+    }
 }
 
 fn budget(ms: jint) -> Duration {
@@ -248,38 +302,11 @@ fn explicit_key(tool: &Tool, literal: &str) -> Result<String> {
     }
 }
 
+/// Derives the key and claims it, waiting at most the budget: tenant and run come as a context
+/// handle (converted once per dispatcher view) and the input is read in place (a critical region
+/// held only while the key is derived, with no JNI call). One crossing answers a cache hit.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn begin<'l>(
-    env: &mut Env<'l>,
-    store: jlong,
-    tool: jlong,
-    tenant: &JString<'_>,
-    run: &JString<'_>,
-    input: &JByteArray<'_>,
-    length: jint,
-    explicit: bool,
-    budget_ms: jint,
-    out: &JLongArray<'_>,
-) -> Result<JByteArray<'l>> {
-    let context = CallContext {
-        tenant: string(env, tenant)?,
-        run: string(env, run)?,
-    };
-    let input = if input.is_null() {
-        None
-    } else {
-        Some(bytes(env, input, length)?)
-    };
-    let store = handles::store(store)?;
-    let tool = handles::tool(tool)?;
-    let attempt = prepare(&store.executor, tool, &context, input.as_deref(), explicit)?;
-    step(env, store.executor.clone(), attempt, budget_ms, out)
-}
-
-/// `begin` with a context handle (tenant and run converted once per dispatcher view) and the
-/// input read in place (a critical region held only while the key is derived, with no JNI call).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn begin_in<'l>(
     env: &mut Env<'l>,
     store: jlong,
     tool: jlong,
@@ -376,7 +403,9 @@ fn step<'l>(
     budget_ms: jint,
     out: &JLongArray<'_>,
 ) -> Result<JByteArray<'l>> {
-    let step = drive(executor.advance(&mut attempt, Some(budget(budget_ms))))?;
+    let key = KeyText::of(&attempt);
+    let step = drive(executor.advance(&mut attempt, Some(budget(budget_ms))))
+        .map_err(|e| with_key(e, &key))?;
     let handle = match step {
         Step::Replay(_) => 0,
         _ => handles::attempt_into_handle(AttemptHandle {
@@ -384,7 +413,7 @@ fn step<'l>(
             attempt: Mutex::new(attempt),
         }),
     };
-    answer(env, out, step, handle)
+    answer(env, out, &step, handle, &key)
 }
 
 pub(crate) fn context_new(
@@ -409,20 +438,14 @@ pub(crate) fn advance<'l>(
     out: &JLongArray<'_>,
 ) -> Result<JByteArray<'l>> {
     let handle = handles::attempt(attempt)?;
-    let step = {
+    let (step, key) = {
         let mut guard = locked(handle);
-        drive(handle.executor.advance(&mut guard, Some(budget(budget_ms))))?
+        let key = KeyText::of(&guard);
+        let step = drive(handle.executor.advance(&mut guard, Some(budget(budget_ms))))
+            .map_err(|e| with_key(e, &key))?;
+        (step, key)
     };
-    answer(env, out, step, attempt)
-}
-
-pub(crate) fn attempt_key<'l>(env: &mut Env<'l>, attempt: jlong) -> Result<JString<'l>> {
-    let handle = handles::attempt(attempt)?;
-    let key = locked(handle).key_text();
-    Ok(match key {
-        Some(key) => JString::from_str(env, key)?,
-        None => JString::default(),
-    })
+    answer(env, out, &step, attempt, &key)
 }
 
 fn recording<'l>(env: &mut Env<'l>, recording: Recording) -> Result<JString<'l>> {

@@ -1,14 +1,29 @@
 package dev.idemkit;
 
 /**
- * The tool's {@code timeoutMs} passed while its body ran. The body ran to its end on the calling
- * thread (Java cannot stop it safely), and its outcome was recorded, so a retry gets the remembered
- * result instead of running again.
+ * A call's {@code timeoutMs} passed while its body ran; {@link #tool()} and {@link #key()} name the
+ * call. What happened to the claim depends on whether the body finished:
+ *
+ * <ul>
+ *   <li>A tool body returned after the deadline: it ran to its end on the calling thread (Java
+ *       cannot stop it safely) and its outcome was recorded, so a retry gets the remembered result
+ *       without running again.
+ *   <li>A {@link WebService} exchange was cut at the deadline (no response in time): the request
+ *       may or may not have reached the service, so the outcome is unknown and, as SPEC §3 says of
+ *       a body that overruns, the claim stays in progress: a retry waits for it, and once its lease
+ *       ends gets {@link IndeterminateOutcomeException} until an operator resolves the record
+ *       ({@code idemkit resolve}) or it expires. (With {@code UUID} or {@code NONE} there is no
+ *       claim.) A response that arrives just after the deadline is recorded as for a tool.
+ * </ul>
  */
 public class IdempotencyTimeoutException extends IdempotencyException {
     private static final long serialVersionUID = 1L;
 
     public IdempotencyTimeoutException(String message, String tool, String key) {
         super(ErrorKind.TIMEOUT, message, tool, key);
+    }
+
+    public IdempotencyTimeoutException(String message, String tool, String key, Throwable cause) {
+        super(ErrorKind.TIMEOUT, message, tool, key, cause);
     }
 }

@@ -2,12 +2,13 @@ package dev.idemkit;
 
 import java.lang.ref.Reference;
 import java.lang.reflect.UndeclaredThrowableException;
+import java.nio.charset.StandardCharsets;
 
 /**
  * Runs one call through the core's protocol: {@code begin} (derive the key, claim it, wait in
  * short native steps), then the body on the calling thread, then {@code succeed}/{@code fail}. The
  * core decides what every answer means; this class only runs the body when told to. Shared by the
- * tool dispatcher and (later) the web-service executor.
+ * tool dispatcher and the web-service executor.
  */
 final class IdempotentInvoker {
     private static final System.Logger LOG = System.getLogger("dev.idemkit");
@@ -34,11 +35,35 @@ final class IdempotentInvoker {
         }
     }
 
+    /**
+     * Thrown by a body whose effect may or may not have happened (a web-service exchange cut at the
+     * deadline): nothing is recorded or released, so the claim stays in progress until its lease
+     * ends and then reads as abandoned (SPEC §3). {@code reason} is what the caller gets.
+     */
+    static final class OutcomeUnknown extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        final RuntimeException reason;
+
+        OutcomeUnknown(RuntimeException reason) {
+            super(reason.getMessage(), reason, false, false);
+            this.reason = reason;
+        }
+    }
+
     /** How results cross the store: JSON bytes out, the declared type back in. */
     interface ResultCodec {
         byte[] encode(Object result) throws Exception;
 
-        Object decode(byte[] json) throws Exception;
+        /**
+         * The remembered result, read from a native answer: the call's key (ASCII, {@code keyLength}
+         * bytes; {@link #key} reads it) followed by the JSON.
+         */
+        Object decode(byte[] answer, int keyLength) throws Exception;
+    }
+
+    /** The key at the start of a native answer (64-hex or a UUID), or null when it has none. */
+    static String key(byte[] answer, int keyLength) {
+        return keyLength == 0 ? null : new String(answer, 0, keyLength, StandardCharsets.ISO_8859_1);
     }
 
     /** One native tool (a validated name + policy + timeout), freed when its owner is unreachable. */
@@ -61,29 +86,17 @@ final class IdempotentInvoker {
      *
      * @param input the JSON input (HASH_INPUT), the explicit key as a JSON string (EXPLICIT), or null
      */
-    static Object invoke(NativeIdempotencyStore store, NativeTool tool, String tenant, String run, JsonInput input,
+    static Object invoke(NativeIdempotencyStore store, NativeTool tool, NativeContext nativeContext, JsonInput input,
             String suppliedKey, Body body, ResultCodec codec) {
-        return invoke(store, tool, null, tenant, run, input, suppliedKey, body, codec);
-    }
-
-    /** As above, with the tenant and run of a {@link NativeContext} (no per-call string conversion). */
-    static Object invoke(NativeIdempotencyStore store, NativeTool tool, NativeContext context, JsonInput input,
-            String suppliedKey, Body body, ResultCodec codec) {
-        return invoke(store, tool, context, context.tenant, context.run, input, suppliedKey, body, codec);
-    }
-
-    private static Object invoke(NativeIdempotencyStore store, NativeTool tool, NativeContext nativeContext, String tenant,
-            String run, JsonInput input, String suppliedKey, Body body, ResultCodec codec) {
-        long[] out = new long[2];
-        byte[] replay;
+        long[] out = new long[3];
+        byte[] answer;
         byte[] bytes = input == null ? null : input.bytes;
         int length = input == null ? 0 : input.length;
         boolean explicit = tool.strategy == KeyStrategy.EXPLICIT;
         long storeHandle = store.handle.acquire();
         try {
-            replay = nativeContext != null
-                    ? NativeBridge.beginIn(storeHandle, tool.handle, nativeContext.handle, bytes, length, explicit, STEP_BUDGET_MS, out)
-                    : NativeBridge.begin(storeHandle, tool.handle, tenant, run, bytes, length, explicit, STEP_BUDGET_MS, out);
+            answer = NativeBridge.begin(storeHandle, tool.handle, nativeContext.handle, bytes, length, explicit,
+                    STEP_BUDGET_MS, out);
         } finally {
             store.handle.release();
             Reference.reachabilityFence(store);
@@ -91,7 +104,7 @@ final class IdempotentInvoker {
             Reference.reachabilityFence(nativeContext);
         }
         if (out[1] == NativeBridge.STEP_REPLAY) {
-            return decode(tool, codec, replay);
+            return decode(tool, codec, answer, (int) out[2]);
         }
         long attempt = out[0];
         boolean settled = false;
@@ -100,22 +113,27 @@ final class IdempotentInvoker {
                 if (Thread.interrupted()) {
                     Thread.currentThread().interrupt();
                     throw new InProgressException("`" + tool.name + "` was interrupted while waiting for another call"
-                            + " holding the same key; nothing was run", tool.name, NativeBridge.attemptKey(attempt));
+                            + " holding the same key; nothing was run", tool.name, key(answer, (int) out[2]));
                 }
-                replay = NativeBridge.advance(attempt, STEP_BUDGET_MS, out);
+                answer = NativeBridge.advance(attempt, STEP_BUDGET_MS, out);
                 if (out[1] == NativeBridge.STEP_REPLAY) {
                     settled = true;
-                    return decode(tool, codec, replay);
+                    return decode(tool, codec, answer, (int) out[2]);
                 }
             }
-            String key = NativeBridge.attemptKey(attempt);
-            IdempotencyContext context = new IdempotencyContext(tool.name, key, suppliedKey, tenant, run, tool.strategy);
+            String key = key(answer, (int) out[2]);
+            IdempotencyContext context = new IdempotencyContext(tool.name, key, suppliedKey, nativeContext.tenant,
+                    nativeContext.run, tool.strategy);
             Object result;
             context.enter();
             try {
                 result = body.run(context);
             } catch (NotRun refused) {
                 throw refused.reason;
+            } catch (OutcomeUnknown unknown) {
+                // Neither recorded nor released: the claim stays in progress, then reads as abandoned.
+                settled = true;
+                throw unknown.reason;
             } catch (Throwable thrown) {
                 settled = true;
                 String detail = NativeBridge.fail(attempt, thrown.getClass().getName(), String.valueOf(thrown.getMessage()));
@@ -156,15 +174,14 @@ final class IdempotentInvoker {
         }
     }
 
-    private static Object decode(NativeTool tool, ResultCodec codec, byte[] json) {
+    private static Object decode(NativeTool tool, ResultCodec codec, byte[] answer, int keyLength) {
         try {
-            return codec.decode(json);
+            return codec.decode(answer, keyLength);
         } catch (Exception e) {
             throw new IdempotencyException(ErrorKind.INTERNAL, "the remembered result of `" + tool.name
-                    + "` does not read back as its declared type: " + e.getMessage(), tool.name, null, e);
+                    + "` does not read back as its declared type: " + e.getMessage(), tool.name, key(answer, keyLength), e);
         }
     }
-
     /** Unchecked exceptions and errors unchanged; a checked one wrapped, as reflection does. */
     private static RuntimeException rethrow(Throwable thrown) {
         if (thrown instanceof RuntimeException) {

@@ -40,22 +40,22 @@ final class NativeBridge {
     static native void toolDestroy(long tool);
 
     /**
-     * Derives the key and claims it, waiting at most {@code budgetMs}. Writes the attempt handle
-     * (0 when replayed) to {@code out[0]} and the step to {@code out[1]}; answers the remembered
-     * result's JSON bytes for {@link #STEP_REPLAY}, else null. {@code input} is ASCII JSON (the
-     * input, or the explicit key as a string literal with {@code explicit}); null for UUID/NONE.
+     * Derives the key and claims it, waiting at most {@code budgetMs}; tenant and run come from a
+     * {@link #contextNew} handle and {@code input} is read in place. Writes the attempt handle (0
+     * when replayed) to {@code out[0]}, the step to {@code out[1]} and the key's length to
+     * {@code out[2]}; answers the call's key as ASCII (64-hex, or a UUID; nothing for NONE)
+     * followed, for {@link #STEP_REPLAY}, by the remembered result's JSON, or null when both are
+     * empty. A refusal (an {@link IdempotencyException}) names the key too. {@code input} is ASCII
+     * JSON (the input, or the explicit key as a string literal with {@code explicit}); null for
+     * UUID/NONE.
      */
-    static native byte[] begin(long store, long tool, String tenant, String run, byte[] input, int length,
-            boolean explicit, int budgetMs, long[] out);
+    static native byte[] begin(long store, long tool, long context, byte[] input, int length, boolean explicit,
+            int budgetMs, long[] out);
 
     /** A call context (tenant and run, either may be null), converted once per dispatcher view. */
     static native long contextNew(String tenant, String run);
 
     static native void contextDestroy(long context);
-
-    /** {@link #begin} with a context handle; the input is read in place. */
-    static native byte[] beginIn(long store, long tool, long context, byte[] input, int length, boolean explicit,
-            int budgetMs, long[] out);
 
     /**
      * The key a call with this input would get (64-hex, a fresh UUID, or null for NONE), touching no
@@ -65,9 +65,6 @@ final class NativeBridge {
 
     /** Keeps waiting after {@link #STEP_PENDING}; same answers as {@link #begin}. */
     static native byte[] advance(long attempt, int budgetMs, long[] out);
-
-    /** The 64-hex key, the UUID, or null (NONE). */
-    static native String attemptKey(long attempt);
 
     /** Records the body's result (JSON bytes); answers null, or why it could not be recorded. */
     static native String succeed(long attempt, byte[] result, int length);

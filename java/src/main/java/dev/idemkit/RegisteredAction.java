@@ -68,12 +68,6 @@ final class RegisteredAction {
     final KeyStrategy strategy;
     final IdempotencyKeySupplier supplier;
     final IdempotentInvoker.NativeTool nativeTool;
-    /**
-     * For HASH_INPUT/EXPLICIT: a native tool of the same name, strategy and keyArguments under
-     * FAIL_FAST, run on a private memory store only to learn a replay's key (the core's begin does
-     * not hand it back with a replay); 0 otherwise.
-     */
-    final long keyProbe;
     final IdempotentInvoker.ResultCodec codec;
     final JavaType returnType;
     final Result result;
@@ -88,7 +82,7 @@ final class RegisteredAction {
 
     private RegisteredAction(String name, String description, HttpMethod method, ParamType paramType, long timeoutMs,
             KeyStrategy strategy, IdempotencyKeySupplier supplier, IdempotentInvoker.NativeTool nativeTool,
-            long keyProbe, JavaType returnType, List<String> template, Map<String, Param> params, Set<String> pathNames,
+            JavaType returnType, List<String> template, Map<String, Param> params, Set<String> pathNames,
             ObjectMapper mapper) {
         this.name = name;
         this.description = description;
@@ -98,7 +92,6 @@ final class RegisteredAction {
         this.strategy = strategy;
         this.supplier = supplier;
         this.nativeTool = nativeTool;
-        this.keyProbe = keyProbe;
         this.returnType = returnType;
         this.template = template;
         this.params = params;
@@ -124,8 +117,9 @@ final class RegisteredAction {
             }
 
             @Override
-            public Object decode(byte[] json) throws Exception {
-                return WebServiceResponse.replayed(nothing ? null : resultReader.readValue(json));
+            public Object decode(byte[] answer, int keyLength) throws Exception {
+                Object value = nothing ? null : resultReader.readValue(answer, keyLength, answer.length - keyLength);
+                return WebServiceResponse.replayed(value, IdempotentInvoker.key(answer, keyLength));
             }
         };
     }
@@ -250,19 +244,9 @@ final class RegisteredAction {
                 ws.timeoutMs(), params.keySet().toArray(new String[0]));
         IdempotentInvoker.NativeTool nativeTool = new IdempotentInvoker.NativeTool(name, strategy, ws.timeoutMs() > 0,
                 handle);
-        long keyProbe = 0;
-        if (strategy == KeyStrategy.HASH_INPUT || strategy == KeyStrategy.EXPLICIT) {
-            try {
-                keyProbe = NativeBridge.toolNew(name, strategy.name(), 1, RetryBehavior.FAIL_FAST.name(), false,
-                        keyArguments, 1, 0, null);
-            } catch (RuntimeException e) {
-                NativeBridge.toolDestroy(handle);
-                throw e;
-            }
-        }
         JavaType returnType = mapper.getTypeFactory().constructType(method.getGenericReturnType());
         return new RegisteredAction(name, ws.description(), httpMethod, paramType, ws.timeoutMs(), strategy, supplier,
-                nativeTool, keyProbe, returnType, Collections.unmodifiableList(template), Collections.unmodifiableMap(params),
+                nativeTool, returnType, Collections.unmodifiableList(template), Collections.unmodifiableMap(params),
                 Collections.unmodifiableSet(pathNames), mapper);
     }
 

@@ -86,8 +86,8 @@ final class RegisteredTool {
             }
 
             @Override
-            public Object decode(byte[] json) throws Exception {
-                return isVoid ? null : reader.readValue(json);
+            public Object decode(byte[] answer, int keyLength) throws Exception {
+                return isVoid ? null : reader.readValue(answer, keyLength, answer.length - keyLength);
             }
         };
     }

@@ -39,7 +39,9 @@ public @interface WebService {
 
     /**
      * One deadline in milliseconds for the store lookup, any waiting and the HTTP exchange (its
-     * transport retries included); 0 = none. Must be shorter than {@code leaseSeconds * 1000}.
+     * transport retries included); 0 = none. Must be shorter than {@code leaseSeconds * 1000}. An
+     * exchange cut at the deadline throws {@link IdempotencyTimeoutException} and leaves its claim
+     * in progress (its outcome is unknown).
      */
     long timeoutMs() default 0;
 

@@ -2,7 +2,9 @@ package dev.idemkit;
 
 /**
  * A {@link WebService} action failed: the service answered a non-2xx status, or no response came
- * (a transport error, or the deadline passed) after the retries the executor allows. The action's
+ * (a transport error, or no time was left to start a retry) after the retries the executor allows.
+ * (An exchange cut at the deadline is not this: its outcome is unknown, see {@link
+ * IdempotencyTimeoutException}.) The action's
  * own failure, not idemkit's refusal: the claim is released (a retry sends again, with the same
  * {@code Idempotency-Key} for {@code HASH_INPUT}/{@code EXPLICIT}), or, with
  * {@code cacheFailures}, remembered, so a repeat gets {@link CachedFailureException} naming this

@@ -57,7 +57,9 @@ import java.util.concurrent.TimeoutException;
  *     Map.of("amount", 1200, "currency", "eur"), Charge.class);
  * }</pre>
  *
- * <p>A non-2xx response, or no response, is the action's failure: {@link WebServiceException}.
+ * <p>A non-2xx response, or no response before the deadline, is the action's failure: {@link
+ * WebServiceException}. An exchange cut at the action's {@code timeoutMs} has an unknown outcome:
+ * {@link IdempotencyTimeoutException}, and the claim stays in progress (SPEC §3).
  * 5xx responses and transport errors are retried within the call (same key) per {@link
  * Builder#retry}; 4xx are not. Thread-safe; views with another tenant or run come from
  * {@link #withTenant} and {@link #withRun}.
@@ -123,8 +125,6 @@ public final class WebServiceExecutor {
         final KeyHeaderForm keyHeaderForm;
         final ObjectMapper mapper;
         final boolean setsContentType;
-        /** Where a replay's key is derived again (see {@link RegisteredAction#keyProbe}). */
-        final InMemoryIdempotencyStore keyProbes = new InMemoryIdempotencyStore();
 
         Registry(NativeIdempotencyStore store, HttpClient client, String baseUri, Map<String, List<String>> headers,
                 Retry retry, KeyHeaderForm keyHeaderForm, ObjectMapper mapper) {
@@ -158,6 +158,7 @@ public final class WebServiceExecutor {
     private final Registry registry;
     private final String tenant;
     private final String run;
+    private final NativeContext context;
 
     /** An executor on its own {@link InMemoryIdempotencyStore}, with a default {@link HttpClient}; absolute endpoints only. */
     public WebServiceExecutor() {
@@ -173,6 +174,7 @@ public final class WebServiceExecutor {
         this.registry = registry;
         this.tenant = tenant;
         this.run = run;
+        this.context = new NativeContext(tenant, run);
     }
 
     public static Builder builder() {
@@ -203,9 +205,6 @@ public final class WebServiceExecutor {
                     for (Method method : webServiceMethods(role.getClass())) {
                         RegisteredAction action = RegisteredAction.of(role, method, r.baseUri, r.mapper);
                         handles.add(action.nativeTool.handle);
-                        if (action.keyProbe != 0) {
-                            handles.add(action.keyProbe);
-                        }
                         if (r.actions.containsKey(action.name) || added.putIfAbsent(action.name, action) != null) {
                             throw new IllegalArgumentException("two web-service actions are named `" + action.name
                                     + "`; action names are key scopes and must be unique");
@@ -286,6 +285,8 @@ public final class WebServiceExecutor {
      * body read as the method's declared return type, or the remembered result.
      *
      * @throws WebServiceException a non-2xx response, or no response (after the allowed retries)
+     * @throws IdempotencyTimeoutException the exchange was cut at {@code timeoutMs}: the outcome is
+     *     unknown and the claim stays in progress until its lease ends or an operator resolves it
      * @throws InvalidKeyException a value in the input is not JSON-native, or the key is refused
      * @throws IllegalArgumentException no such action, or the input does not fit its parameters
      */
@@ -424,43 +425,11 @@ public final class WebServiceExecutor {
         }
         Registry r = registry;
         try {
-            WebServiceResponse<Object> response = (WebServiceResponse<Object>) IdempotentInvoker.invoke(r.store,
-                    a.nativeTool, tenant, run, json, supplied, context -> exchange(r, a, request, context, started),
-                    a.codec);
-            if (response.replayed() && json != null) {
-                response = response.withKey(replayKey(r, a, tenant, run, json));
-            }
-            return response;
+            return (WebServiceResponse<Object>) IdempotentInvoker.invoke(r.store, a.nativeTool, context, json, supplied,
+                    callContext -> exchange(r, a, request, callContext, started), a.codec);
         } finally {
             Reference.reachabilityFence(r);
-        }
-    }
-
-    /**
-     * The key of a replayed call, derived again by the core: a FAIL_FAST twin of the action claims
-     * it on a private memory store and lets go at once. (The core's begin does not hand the key
-     * back with a replay; when it does, this goes.)
-     */
-    private static String replayKey(Registry r, RegisteredAction a, String tenant, String run, JsonInput json) {
-        long[] out = new long[2];
-        long probes = r.keyProbes.handle.acquire();
-        try {
-            NativeBridge.begin(probes, a.keyProbe, tenant, run, json.bytes, json.length,
-                    a.strategy == KeyStrategy.EXPLICIT, 1, out);
-            if (out[0] == 0) {
-                return null;
-            }
-            try {
-                return NativeBridge.attemptKey(out[0]);
-            } finally {
-                NativeBridge.abandonUnrun(out[0]);
-                NativeBridge.attemptDestroy(out[0]);
-            }
-        } catch (IdempotencyException heldByAnotherProbe) {
-            return heldByAnotherProbe.key();
-        } finally {
-            r.keyProbes.handle.release();
-            Reference.reachabilityFence(r);
+            Reference.reachabilityFence(this);
         }
     }
 
@@ -509,13 +478,17 @@ public final class WebServiceExecutor {
             try {
                 response = send(r.client, builder.build(), remaining);
             } catch (IOException transport) {
-                // Cut at the call's deadline: no time is left to retry. (A connect timeout of the
+                // Cut at the call's deadline: the request may have reached the service, so the
+                // outcome is unknown. SPEC §3: the claim stays in progress (neither recorded nor
+                // released) and reads as abandoned once its lease ends. (A connect timeout of the
                 // client's own, with time left, is a transport error like any other.)
                 boolean timedOut = transport instanceof HttpTimeoutException && deadline != Long.MAX_VALUE
                         && deadline - System.nanoTime() <= TimeUnit.MILLISECONDS.toNanos(5);
-                String what = timedOut ? "got no response within timeoutMs = " + a.timeoutMs
-                        : "got no response (" + transport + ")";
-                if (!timedOut && attempt < maxAttempts && pause(r.retry.pauseBefore(attempt + 1), deadline)) {
+                if (timedOut) {
+                    throw new IdempotentInvoker.OutcomeUnknown(cutAtDeadline(a, uri, key, attempt, transport));
+                }
+                String what = "got no response (" + transport + ")";
+                if (attempt < maxAttempts && pause(r.retry.pauseBefore(attempt + 1), deadline)) {
                     LOG.log(System.Logger.Level.DEBUG, "idemkit: `{0}` {1}; retrying under key {2}", a.name, what, key);
                     continue;
                 }
@@ -547,6 +520,20 @@ public final class WebServiceExecutor {
             }
             throw failure(a, uri, status, body, key, attempt, "answered " + status, null);
         }
+    }
+
+    /** An exchange cut at the deadline: its outcome is unknown and its claim stays in progress. */
+    private static IdempotencyTimeoutException cutAtDeadline(RegisteredAction a, String uri, String key, int attempts,
+            IOException cause) {
+        boolean claims = a.strategy == KeyStrategy.HASH_INPUT || a.strategy == KeyStrategy.EXPLICIT;
+        String unknown = !claims ? (key == null ? "" : " under key " + key)
+                + "; the outcome is unknown (the request may have reached the service)"
+                : " under key " + key + "; the outcome is unknown (the request may have reached the service), so"
+                        + " the claim stays in progress until its lease (leaseSeconds) ends or an operator resolves it"
+                        + " with `idemkit resolve`: a retry waits for it, then gets IndeterminateOutcomeException";
+        return new IdempotencyTimeoutException(a.method + " " + uri + " (`" + a.name + "`) got no response within"
+                + " timeoutMs = " + a.timeoutMs + (attempts > 1 ? " (attempt " + attempts + ")" : "") + unknown,
+                a.name, key, cause);
     }
 
     private static WebServiceException failure(RegisteredAction a, String uri, int status, String body, String key,

@@ -39,18 +39,13 @@ public final class WebServiceResponse<T> {
         return new WebServiceResponse<>(value, status, headers, false, context.key(), attempts, context);
     }
 
-    static <T> WebServiceResponse<T> replayed(T value) {
-        return new WebServiceResponse<>(value, 0, NO_HEADERS, true, null, 0, null);
+    static <T> WebServiceResponse<T> replayed(T value, String key) {
+        return new WebServiceResponse<>(value, 0, NO_HEADERS, true, key, 0, null);
     }
 
     /** The same answer with its value converted (the value object is shared when it already fits). */
     <U> WebServiceResponse<U> withValue(U converted) {
         return new WebServiceResponse<>(converted, status, headers, replayed, key, attempts, context);
-    }
-
-    /** The same answer under {@code key}. */
-    WebServiceResponse<T> withKey(String key) {
-        return new WebServiceResponse<>(value, status, headers, replayed, key, attempts, context);
     }
 
     /** The body read as the action's declared return type (null for {@code void}). */

@@ -334,6 +334,23 @@ class DispatcherTest {
     }
 
     @Test
+    void a_replay_and_every_refusal_name_the_key_the_first_call_ran_under() {
+        Tools t = new Tools();
+        ToolDispatcher d = dispatcher(t);
+        t.failNext = true;
+        assertThrows(UndeclaredThrowableException.class, () -> d.call("send_email", Map.of("to", "bo@example.com")));
+        String ranUnder = t.keys.get(0);
+        assertTrue(ranUnder.matches("[0-9a-f]{64}"), ranUnder);
+        assertEquals(ranUnder, assertThrows(CachedFailureException.class,
+                () -> d.call("send_email", "{\"to\":\"bo@example.com\"}")).key());
+        assertEquals("ordered:pen", d.call("order", Map.of("item", "pen")));
+        String orderKey = t.keys.get(1);
+        FailFastException repeat = assertThrows(FailFastException.class, () -> d.call("order", Map.of("item", "pen")));
+        assertEquals(orderKey, repeat.key());
+        assertTrue(repeat.getMessage().contains(orderKey), repeat.getMessage());
+    }
+
+    @Test
     void without_cache_failures_a_failure_is_released_and_a_retry_runs_again() {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
@@ -452,11 +469,13 @@ class DispatcherTest {
         Future<Object> owner = pool.submit(() -> d.call("short_lease", Map.of("sleepMs", 700)));
         Thread.sleep(100);
         AtomicInteger outcome = new AtomicInteger();
+        java.util.concurrent.atomic.AtomicReference<String> waitedFor = new java.util.concurrent.atomic.AtomicReference<>();
         Thread waiter = new Thread(() -> {
             try {
                 d.call("short_lease", Map.of("sleepMs", 700));
                 outcome.set(1);
             } catch (InProgressException e) {
+                waitedFor.set(e.key());
                 outcome.set(Thread.currentThread().isInterrupted() ? 2 : 3);
             }
         });
@@ -466,6 +485,7 @@ class DispatcherTest {
         waiter.join(2000);
         assertEquals(2, outcome.get(), "interrupted waiter throws InProgressException and keeps its interrupt flag");
         owner.get();
+        assertEquals(t.keys.get(0), waitedFor.get(), "the waiter names the key it waited for");
         pool.shutdown();
     }
 

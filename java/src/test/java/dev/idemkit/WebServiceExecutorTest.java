@@ -143,6 +143,12 @@ class WebServiceExecutorTest {
             return null;
         }
 
+        @WebService(name = "charge_with_deadline_short_lease", endpoint = "/charges", timeoutMs = 300)
+        @Idempotent(leaseSeconds = 1)
+        public Receipt chargeWithDeadlineShortLease(@ToolParam(name = "amount") long amount) {
+            return null;
+        }
+
         @WebService(name = "receipts", endpoint = "/receipts", method = HttpMethod.GET, paramType = ParamType.QUERY)
         @Idempotent
         public List<Receipt> receipts(@ToolParam(name = "since") int since) {
@@ -442,21 +448,56 @@ class WebServiceExecutorTest {
     }
 
     @Test
-    void the_deadline_spans_the_exchange_and_a_cut_exchange_is_released() {
+    void an_exchange_cut_at_the_deadline_leaves_its_claim_in_progress() {
         server.script(r -> Reply.json(200, "{\"seq\":" + r.seq + "}").after(r.seq == 1 ? 2_000 : 0));
         WebServiceExecutor ws = executor(new Payments()).retry(3, Duration.ofMillis(1)).build();
         long t0 = System.nanoTime();
-        WebServiceException e = assertThrows(WebServiceException.class,
+        IdempotencyTimeoutException e = assertThrows(IdempotencyTimeoutException.class,
                 () -> ws.invoke("charge_with_deadline", Map.of("amount", 1)));
         long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         assertTrue(tookMs < 1_500, "cut at the deadline, took " + tookMs + " ms");
-        assertTrue(e.noResponse());
+        assertEquals(ErrorKind.TIMEOUT, e.kind());
+        assertEquals("charge_with_deadline", e.tool());
+        assertTrue(HEX64.matcher(e.key()).matches(), e.key());
+        assertEquals(e.key(), server.only().single("Idempotency-Key"));
         assertTrue(e.getMessage().contains("within timeoutMs = 300"), e.getMessage());
-        assertEquals(1, e.attempts(), "no time is left for a retry");
-        // The outcome is unknown; the claim was released, and the next call resends the same key.
-        WebServiceResponse<Receipt> r = ws.invokeForResponse("charge_with_deadline", Map.of("amount", 1), Receipt.class);
-        assertEquals(2, r.value().seq);
-        assertEquals(e.key(), r.key());
+        assertTrue(e.getMessage().contains("outcome is unknown"), e.getMessage());
+        assertTrue(e.getMessage().contains("idemkit resolve"), e.getMessage());
+        assertTrue(e.getMessage().contains(e.key()), e.getMessage());
+        // SPEC §3: the claim stays in progress. A retry waits for it (here until its own deadline)
+        // and sends nothing.
+        InProgressException waited = assertThrows(InProgressException.class,
+                () -> ws.invoke("charge_with_deadline", Map.of("amount", 1)));
+        assertEquals(e.key(), waited.key());
+        assertEquals(1, server.requests().size(), "no second request under an unknown outcome");
+    }
+
+    @Test
+    void a_claim_cut_at_the_deadline_becomes_indeterminate_when_its_lease_ends() throws Exception {
+        server.script(r -> Reply.json(200, "{\"seq\":" + r.seq + "}").after(r.seq == 1 ? 2_000 : 0));
+        WebServiceExecutor ws = executor(new Payments()).build();
+        IdempotencyTimeoutException cut = assertThrows(IdempotencyTimeoutException.class,
+                () -> ws.invoke("charge_with_deadline_short_lease", Map.of("amount", 2)));
+        Thread.sleep(1_100);
+        IndeterminateOutcomeException later = assertThrows(IndeterminateOutcomeException.class,
+                () -> ws.invoke("charge_with_deadline_short_lease", Map.of("amount", 2)));
+        assertEquals(cut.key(), later.key());
+        assertEquals("charge_with_deadline_short_lease", later.tool());
+        assertEquals(1, server.requests().size(), "the unknown outcome is never sent again");
+    }
+
+    @Test
+    void a_replay_hands_back_the_key_the_server_saw() {
+        WebServiceExecutor ws = executor(new Payments()).build();
+        Map<String, Object> input = Map.of("amount", 77, "note", "k");
+        WebServiceResponse<Receipt> first = ws.invokeForResponse("charge", input, Receipt.class);
+        WebServiceResponse<Receipt> again = ws.invokeForResponse("charge", "{\"note\":\"k\",\"amount\":77}",
+                Receipt.class);
+        assertFalse(first.replayed());
+        assertTrue(again.replayed());
+        assertEquals(first.key(), again.key());
+        assertEquals(server.only().single("Idempotency-Key"), again.key());
+        assertTrue(again.toString().contains(again.key()), again.toString());
     }
 
     @Test
