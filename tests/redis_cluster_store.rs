@@ -566,18 +566,37 @@ async fn forget_and_purge_work_in_batches_on_every_node() {
 struct PrivateCluster {
     nodes: Vec<(u16, std::process::Child)>,
     dir: std::path::PathBuf,
+    /// TLS only (certificates `ca.pem`, `cert.pem`, `key.pem` in `dir`) and this password.
+    tls: bool,
 }
+
+const TLS_PASSWORD: &str = "s3cret";
 
 impl PrivateCluster {
     /// Three cluster-enabled `redis-server`s on free ports, joined by `redis-cli --cluster create`.
     fn start() -> Option<PrivateCluster> {
+        Self::start_with(false)
+    }
+
+    /// The same over TLS only, with a password; `None` (and a loud skip) without openssl.
+    fn start_tls() -> Option<PrivateCluster> {
+        Self::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> Option<PrivateCluster> {
         let dir = std::env::temp_dir().join(format!(
             "idemkit-private-cluster-{}",
             &Token::random().hex()[..10]
         ));
+        std::fs::create_dir_all(&dir).unwrap();
+        if tls && !make_certificates(&dir) {
+            eprintln!("SKIPPED: openssl could not make test certificates");
+            return None;
+        }
         let mut cluster = PrivateCluster {
             nodes: Vec::new(),
             dir,
+            tls,
         };
         let mut ports = Vec::new();
         while ports.len() < 3 {
@@ -596,7 +615,7 @@ impl PrivateCluster {
         }
         for (port, _) in &cluster.nodes {
             wait_until(&format!("node {port} answers"), || {
-                redis_cli(*port, &["ping"]).contains("PONG")
+                cluster.cli(*port, &["ping"]).contains("PONG")
             });
         }
         let hosts: Vec<String> = cluster
@@ -605,6 +624,7 @@ impl PrivateCluster {
             .map(|(p, _)| format!("127.0.0.1:{p}"))
             .collect();
         let created = std::process::Command::new("redis-cli")
+            .args(cluster.cli_options())
             .args(["--cluster", "create"])
             .args(&hosts)
             .args(["--cluster-replicas", "0", "--cluster-yes"])
@@ -622,8 +642,21 @@ impl PrivateCluster {
     fn spawn(&self, port: u16) -> Option<std::process::Child> {
         let dir = self.dir.join(port.to_string());
         std::fs::create_dir_all(&dir).unwrap();
-        match std::process::Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        let mut command = std::process::Command::new("redis-server");
+        if self.tls {
+            let file = |name: &str| self.dir.join(name).to_string_lossy().into_owned();
+            command
+                .args(["--port", "0", "--tls-port", &port.to_string()])
+                .args(["--tls-cluster", "yes", "--tls-auth-clients", "no"])
+                .args(["--tls-cert-file", &file("cert.pem")])
+                .args(["--tls-key-file", &file("key.pem")])
+                .args(["--tls-ca-cert-file", &file("ca.pem")])
+                .args(["--requirepass", TLS_PASSWORD, "--masterauth", TLS_PASSWORD]);
+        } else {
+            command.args(["--port", &port.to_string()]);
+        }
+        match command
+            .args(["--bind", "127.0.0.1"])
             .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
             .args(["--save", "", "--appendonly", "no"])
             .args(["--maxmemory-policy", "noeviction"])
@@ -649,13 +682,46 @@ impl PrivateCluster {
             .iter()
             .map(|(p, _)| format!("127.0.0.1:{p}"))
             .collect();
-        format!("redis+cluster://{}/", hosts.join(","))
+        if self.tls {
+            format!("rediss+cluster://:{TLS_PASSWORD}@{}/", hosts.join(","))
+        } else {
+            format!("redis+cluster://{}/", hosts.join(","))
+        }
+    }
+
+    fn cli_options(&self) -> Vec<String> {
+        if self.tls {
+            let ca = self.dir.join("ca.pem").to_string_lossy().into_owned();
+            [
+                "--tls",
+                "--cacert",
+                &ca,
+                "-a",
+                TLS_PASSWORD,
+                "--no-auth-warning",
+            ]
+            .map(str::to_owned)
+            .to_vec()
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn cli(&self, port: u16, args: &[&str]) -> String {
+        std::process::Command::new("redis-cli")
+            .args(self.cli_options())
+            .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
     }
 
     fn wait_ok(&self) {
         for (port, _) in &self.nodes {
             wait_until(&format!("node {port} reports cluster_state:ok"), || {
-                redis_cli(*port, &["cluster", "info"]).contains("cluster_state:ok")
+                self.cli(*port, &["cluster", "info"])
+                    .contains("cluster_state:ok")
             });
         }
     }
@@ -692,13 +758,64 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn redis_cli(port: u16, args: &[&str]) -> String {
-    std::process::Command::new("redis-cli")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
-        .args(args)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default()
+/// A test CA (`ca.pem`) and a certificate for 127.0.0.1 it signs (`cert.pem`, `key.pem`).
+fn make_certificates(dir: &std::path::Path) -> bool {
+    let openssl = |args: &[&str]| {
+        std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=idemkit test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    ]) && openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "leaf.csr",
+    ]) && openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        "leaf.ext",
+        "-out",
+        "cert.pem",
+    ])
 }
 
 fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
@@ -809,4 +926,41 @@ async fn a_stopped_primary_fails_its_calls_unrun_and_the_store_recovers() {
     // The keys on the stopped node ran once more (it lost them); the others replayed.
     assert!((1..=failed.len()).contains(&rerun), "{rerun} re-runs");
     assert!(store.forget(Some("outage")).await.unwrap() as usize >= keys.len());
+}
+
+/// `rediss+cluster://` with a password, against a private TLS-only cluster whose certificate is
+/// signed by a test CA trusted through `SSL_CERT_FILE` (read by rustls-native-certs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_cluster_urls_connect_over_tls_with_a_password() {
+    if cluster_url().is_none() {
+        return;
+    }
+    let Some(cluster) = PrivateCluster::start_tls() else {
+        return;
+    };
+    std::env::set_var("SSL_CERT_FILE", cluster.dir.join("ca.pem"));
+    let url = cluster.url();
+    let store = idemkit::store::open(&url, &options(&unique_prefix()))
+        .await
+        .unwrap();
+    let shown = store.describe();
+    assert!(shown.starts_with("rediss+cluster://"), "{shown}");
+    assert!(!shown.contains(TLS_PASSWORD), "{shown}");
+    let tenant = random_tenant();
+    for _ in 0..30 {
+        let key = random_key();
+        let id = RecordId {
+            tenant: Some(&tenant),
+            key: &key,
+        };
+        let reply = store.claim(&request(id, Token::random())).await.unwrap();
+        assert!(matches!(reply.claim, Claim::Acquired { .. }));
+    }
+    assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 30);
+    let wrong = url.replace(TLS_PASSWORD, "wrong-pw");
+    let error = idemkit::store::open(&wrong, &StoreOptions::default())
+        .await
+        .err()
+        .expect("a wrong password is refused");
+    assert!(!error.to_string().contains("wrong-pw"), "{error}");
 }
