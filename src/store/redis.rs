@@ -21,8 +21,10 @@
 //!
 //! **Redis Cluster**: open `redis+cluster://[user:password@]host:port[,host:port...]/` (or
 //! `rediss+cluster://...` for TLS); the listed nodes are only where discovery starts. The store
-//! then uses the redis crate's async cluster client, which follows the slot map (`MOVED`/`ASK`)
-//! and reconnects by itself. Claims, completions, releases, reads and resolutions are the same
+//! then uses the redis crate's async cluster client (one multiplexed connection per node), which
+//! follows the slot map (`MOVED`/`ASK`), reconnects by itself and gives up within the same
+//! response timeout (it may send a command again after a broken connection, `resolve` too: a
+//! resolution that landed may then be reported as already done). Claims, completions, releases, reads and resolutions are the same
 //! single-key scripts, routed by their one key. `forget`, `list` and `purge_expired` SCAN every
 //! primary (found with `CLUSTER SLOTS`) with its own cursor, in batches, and delete or read the
 //! keys they find with per-key commands pipelined to that node (a command the node refuses
