@@ -238,8 +238,9 @@ pub struct StoreOptions {
     pub max_outcome_bytes: Option<usize>,
 }
 
-/// Opens a store by URL: `memory:` (a new in-memory store), `redis://`/`rediss://` (feature
-/// `redis`), `postgres://`/`postgresql://` (feature `postgres`). Must be called inside a tokio
+/// Opens a store by URL: `memory:` (a new in-memory store), `redis://`/`rediss://` and
+/// `redis+cluster://`/`rediss+cluster://` (feature `redis`), `postgres://`/`postgresql://`
+/// (feature `postgres`). Must be called inside a tokio
 /// runtime. Errors name the URL without its password.
 pub async fn open(
     url: &str,
@@ -269,7 +270,7 @@ pub async fn open(
             Ok(std::sync::Arc::new(store))
         }
         _ => Err(crate::Error::Configuration(format!(
-            "cannot open store {}: unknown or disabled scheme `{scheme}`; use memory:, redis://, rediss://, postgres:// or postgresql:// (Redis and PostgreSQL need the cargo features `redis` and `postgres`)",
+            "cannot open store {}: unknown or disabled scheme `{scheme}`; use memory:, redis://, rediss://, redis+cluster://, rediss+cluster://, postgres:// or postgresql:// (Redis and PostgreSQL need the cargo features `redis` and `postgres`)",
             redact_url(url)
         ))),
     }
