@@ -135,9 +135,8 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_advance<'l>(
     _class: JClass<'l>,
     attempt: jlong,
     budget_ms: jint,
-    out: JLongArray<'l>,
 ) -> JByteArray<'l> {
-    entry(&mut env, |env| ops::advance(env, attempt, budget_ms, &out))
+    entry(&mut env, |env| ops::advance(env, attempt, budget_ms))
 }
 
 #[no_mangle]
@@ -259,11 +258,10 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_begin<'l>(
     length: jint,
     explicit: jboolean,
     budget_ms: jint,
-    out: JLongArray<'l>,
 ) -> JByteArray<'l> {
     entry(&mut env, |env| {
         ops::begin(
-            env, store, tool, context, &input, length, explicit, budget_ms, &out,
+            env, store, tool, context, &input, length, explicit, budget_ms,
         )
     })
 }

@@ -20,10 +20,21 @@ use jni::Env;
 use crate::boundary::{Failure, Result};
 use crate::handles::{self, AttemptHandle, StoreHandle};
 
-/// Step codes written to `out[1]` (mirrored in `NativeBridge.java`).
-pub(crate) const STEP_RUN: jlong = 0;
-pub(crate) const STEP_REPLAY: jlong = 1;
-pub(crate) const STEP_PENDING: jlong = 2;
+/// Step codes, the first byte of an answer (mirrored in `NativeBridge.java`).
+pub(crate) const STEP_RUN: u8 = 0;
+pub(crate) const STEP_REPLAY: u8 = 1;
+pub(crate) const STEP_PENDING: u8 = 2;
+
+/// An answer's header: the step (1 byte), the key's length (1 byte), the attempt handle (8 bytes,
+/// little-endian; 0 for a replay). The key (ASCII) and, for a replay, the remembered JSON follow.
+const HEADER: usize = 10;
+
+/// Inputs up to this size are copied onto the stack (one JNI call) instead of read in place
+/// (a critical region: three calls).
+const SMALL_INPUT: usize = 512;
+
+/// Answers up to this size are assembled on the stack and copied into Java in one call.
+const SMALL_ANSWER: usize = 1024;
 
 /// No native call blocks longer than this, whatever Java asks (SPEC §7).
 const MAX_BUDGET: Duration = Duration::from_millis(100);
@@ -233,12 +244,10 @@ impl KeyText {
     }
 }
 
-/// Writes `[attempt handle, step, key length]` to `out` and answers the call's key (ASCII)
-/// followed, for a replay, by the remembered result's JSON, in one `byte[]` (null when both are
-/// empty). A replay has no attempt handle (0), but always its key.
+/// The answer of `begin`/`advance` as one `byte[]` (see [`HEADER`]): one array for Java to
+/// allocate and read, and no `long[]` out-parameter to write.
 fn answer<'l>(
     env: &mut Env<'l>,
-    out: &JLongArray<'_>,
     step: &Step,
     handle: jlong,
     key: &KeyText,
@@ -248,15 +257,23 @@ fn answer<'l>(
         Step::Replay(json) => (STEP_REPLAY, json.as_bytes()),
         Step::Pending => (STEP_PENDING, &[][..]),
     };
-    out.set_region(env, 0, &[handle, code, key.len as jlong])?;
-    let total = key.len + replay.len();
-    if total == 0 {
-        return Ok(JByteArray::default());
-    }
+    let mut head = [0u8; HEADER + 64];
+    head[0] = code;
+    head[1] = key.len as u8;
+    head[2..HEADER].copy_from_slice(&handle.to_le_bytes());
+    head[HEADER..HEADER + key.len].copy_from_slice(key.as_bytes());
+    let head = &head[..HEADER + key.len];
+    let total = head.len() + replay.len();
     let array = JByteArray::new(env, total)?;
-    array.set_region(env, 0, as_jbytes(key.as_bytes()))?;
-    if !replay.is_empty() {
-        array.set_region(env, key.len as jint, as_jbytes(replay))?;
+    if total <= SMALL_ANSWER {
+        // One copy into the Java array (each JNI call costs an exception check).
+        let mut buf = [0u8; SMALL_ANSWER];
+        buf[..head.len()].copy_from_slice(head);
+        buf[head.len()..total].copy_from_slice(replay);
+        array.set_region(env, 0, as_jbytes(&buf[..total]))?;
+    } else {
+        array.set_region(env, 0, as_jbytes(head))?;
+        array.set_region(env, head.len() as jint, as_jbytes(replay))?;
     }
     Ok(array)
 }
@@ -315,7 +332,6 @@ pub(crate) fn begin<'l>(
     length: jint,
     explicit: bool,
     budget_ms: jint,
-    out: &JLongArray<'_>,
 ) -> Result<JByteArray<'l>> {
     let store = handles::store(store)?;
     let tool = handles::tool(tool)?;
@@ -323,7 +339,7 @@ pub(crate) fn begin<'l>(
     let attempt = with_input(env, input, length, |input| {
         prepare(&store.executor, tool, context, input, explicit)
     })?;
-    step(env, store.executor.clone(), attempt, budget_ms, out)
+    step(env, store.executor.clone(), attempt, budget_ms)
 }
 
 /// The key a call would get (for a header or a log line), touching no store.
@@ -348,7 +364,8 @@ pub(crate) fn derive_key<'l>(
     })
 }
 
-/// Runs `f` over the input bytes (`None` for a null array), read in place from the Java array.
+/// Runs `f` over the input bytes (`None` for a null array): a small input copied onto the stack,
+/// a larger one read in place from the Java array.
 fn with_input<T>(
     env: &Env<'_>,
     input: &JByteArray<'_>,
@@ -360,6 +377,14 @@ fn with_input<T>(
     }
     let length = usize::try_from(length)
         .map_err(|_| Failure::IllegalArgument(format!("negative input length {length}")))?;
+    if length <= SMALL_INPUT {
+        let mut buf = [0i8; SMALL_INPUT];
+        // Throws (and answers an error) when `length` is beyond the array.
+        input.get_region(env, 0, &mut buf[..length])?;
+        // SAFETY: i8 and u8 have the same size and alignment.
+        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, length) };
+        return f(Some(bytes));
+    }
     // SAFETY: no JNI call is made while the critical region is held (`f` is plain Rust: key
     // derivation), and the elements are only read.
     let elements = unsafe { input.get_elements_critical(env, ReleaseMode::NoCopyBack)? };
@@ -401,7 +426,6 @@ fn step<'l>(
     executor: Executor,
     mut attempt: idemkit::Attempt,
     budget_ms: jint,
-    out: &JLongArray<'_>,
 ) -> Result<JByteArray<'l>> {
     let key = KeyText::of(&attempt);
     let step = drive(executor.advance(&mut attempt, Some(budget(budget_ms))))
@@ -413,7 +437,7 @@ fn step<'l>(
             attempt: Mutex::new(attempt),
         }),
     };
-    answer(env, out, &step, handle, &key)
+    answer(env, &step, handle, &key)
 }
 
 pub(crate) fn context_new(
@@ -435,7 +459,6 @@ pub(crate) fn advance<'l>(
     env: &mut Env<'l>,
     attempt: jlong,
     budget_ms: jint,
-    out: &JLongArray<'_>,
 ) -> Result<JByteArray<'l>> {
     let handle = handles::attempt(attempt)?;
     let (step, key) = {
@@ -445,7 +468,7 @@ pub(crate) fn advance<'l>(
             .map_err(|e| with_key(e, &key))?;
         (step, key)
     };
-    answer(env, out, &step, attempt, &key)
+    answer(env, &step, attempt, &key)
 }
 
 fn recording<'l>(env: &mut Env<'l>, recording: Recording) -> Result<JString<'l>> {

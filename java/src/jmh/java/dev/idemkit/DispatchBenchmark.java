@@ -121,14 +121,13 @@ public class DispatchBenchmark {
         toolHandle = NativeBridge.toolNew("book", "HASH_INPUT", 3600, "RETURN_CACHED", false, new String[0], 300, 0, null);
         encoded = JsonInput.ofValue(input, "book");
         context = new NativeContext("acme", null);
-        long[] out = new long[3];
         // The dispatcher's call above recorded this key (same scope, tenant and input): a replay.
         byte[] answer = NativeBridge.begin(storeHandle, toolHandle, context.handle, encoded.bytes, encoded.length, false,
-                100, out);
-        if (out[1] != NativeBridge.STEP_REPLAY) {
+                100);
+        if (NativeBridge.step(answer) != NativeBridge.STEP_REPLAY) {
             throw new IllegalStateException("expected a replay");
         }
-        replayBytes = java.util.Arrays.copyOfRange(answer, (int) out[2], answer.length);
+        replayBytes = java.util.Arrays.copyOfRange(answer, NativeBridge.resultOffset(answer), answer.length);
         reader = new ObjectMapper().readerFor(Booking.class);
     }
 
@@ -187,8 +186,7 @@ public class DispatchBenchmark {
     /** begin: JNI + key derivation (parse, NFC, SHA-256) + memory-store claim + replay bytes back. */
     @Benchmark
     public Object part_native_begin_hit() {
-        return NativeBridge.begin(storeHandle, toolHandle, context.handle, encoded.bytes, encoded.length, false, 100,
-                new long[3]);
+        return NativeBridge.begin(storeHandle, toolHandle, context.handle, encoded.bytes, encoded.length, false, 100);
     }
 
     /** The core's key derivation alone (JNI + parse, NFC, SHA-256; no store). */

@@ -2,7 +2,6 @@ package dev.idemkit;
 
 import java.lang.ref.Reference;
 import java.lang.reflect.UndeclaredThrowableException;
-import java.nio.charset.StandardCharsets;
 
 /**
  * Runs one call through the core's protocol: {@code begin} (derive the key, claim it, wait in
@@ -55,15 +54,10 @@ final class IdempotentInvoker {
         byte[] encode(Object result) throws Exception;
 
         /**
-         * The remembered result, read from a native answer: the call's key (ASCII, {@code keyLength}
-         * bytes; {@link #key} reads it) followed by the JSON.
+         * The remembered result, read from a native answer: its JSON runs from {@code offset} to the
+         * end; {@link NativeBridge#key} reads the call's key from it.
          */
-        Object decode(byte[] answer, int keyLength) throws Exception;
-    }
-
-    /** The key at the start of a native answer (64-hex or a UUID), or null when it has none. */
-    static String key(byte[] answer, int keyLength) {
-        return keyLength == 0 ? null : new String(answer, 0, keyLength, StandardCharsets.ISO_8859_1);
+        Object decode(byte[] answer, int offset) throws Exception;
     }
 
     /** One native tool (a validated name + policy + timeout), freed when its owner is unreachable. */
@@ -88,7 +82,6 @@ final class IdempotentInvoker {
      */
     static Object invoke(NativeIdempotencyStore store, NativeTool tool, NativeContext nativeContext, JsonInput input,
             String suppliedKey, Body body, ResultCodec codec) {
-        long[] out = new long[3];
         byte[] answer;
         byte[] bytes = input == null ? null : input.bytes;
         int length = input == null ? 0 : input.length;
@@ -96,32 +89,32 @@ final class IdempotentInvoker {
         long storeHandle = store.handle.acquire();
         try {
             answer = NativeBridge.begin(storeHandle, tool.handle, nativeContext.handle, bytes, length, explicit,
-                    STEP_BUDGET_MS, out);
+                    STEP_BUDGET_MS);
         } finally {
             store.handle.release();
             Reference.reachabilityFence(store);
             Reference.reachabilityFence(tool);
             Reference.reachabilityFence(nativeContext);
         }
-        if (out[1] == NativeBridge.STEP_REPLAY) {
-            return decode(tool, codec, answer, (int) out[2]);
+        if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
+            return decode(tool, codec, answer);
         }
-        long attempt = out[0];
+        long attempt = NativeBridge.attempt(answer);
         boolean settled = false;
         try {
-            while (out[1] == NativeBridge.STEP_PENDING) {
+            while (NativeBridge.step(answer) == NativeBridge.STEP_PENDING) {
                 if (Thread.interrupted()) {
                     Thread.currentThread().interrupt();
                     throw new InProgressException("`" + tool.name + "` was interrupted while waiting for another call"
-                            + " holding the same key; nothing was run", tool.name, key(answer, (int) out[2]));
+                            + " holding the same key; nothing was run", tool.name, NativeBridge.key(answer));
                 }
-                answer = NativeBridge.advance(attempt, STEP_BUDGET_MS, out);
-                if (out[1] == NativeBridge.STEP_REPLAY) {
+                answer = NativeBridge.advance(attempt, STEP_BUDGET_MS);
+                if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
                     settled = true;
-                    return decode(tool, codec, answer, (int) out[2]);
+                    return decode(tool, codec, answer);
                 }
             }
-            String key = key(answer, (int) out[2]);
+            String key = NativeBridge.key(answer);
             IdempotencyContext context = new IdempotencyContext(tool.name, key, suppliedKey, nativeContext.tenant,
                     nativeContext.run, tool.strategy);
             Object result;
@@ -174,12 +167,13 @@ final class IdempotentInvoker {
         }
     }
 
-    private static Object decode(NativeTool tool, ResultCodec codec, byte[] answer, int keyLength) {
+    private static Object decode(NativeTool tool, ResultCodec codec, byte[] answer) {
         try {
-            return codec.decode(answer, keyLength);
+            return codec.decode(answer, NativeBridge.resultOffset(answer));
         } catch (Exception e) {
             throw new IdempotencyException(ErrorKind.INTERNAL, "the remembered result of `" + tool.name
-                    + "` does not read back as its declared type: " + e.getMessage(), tool.name, key(answer, keyLength), e);
+                    + "` does not read back as its declared type: " + e.getMessage(), tool.name, NativeBridge.key(answer),
+                    e);
         }
     }
     /** Unchecked exceptions and errors unchanged; a checked one wrapped, as reflection does. */

@@ -1,5 +1,10 @@
 package dev.idemkit;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+
 /**
  * The native methods of {@code idemkit_jni}. Handles are native pointers as {@code long}s; 0 is
  * never a live handle (a call on 0 throws {@link NullPointerException}). No method blocks for more
@@ -10,12 +15,45 @@ final class NativeBridge {
     static final int STEP_RUN = 0;
     static final int STEP_REPLAY = 1;
     static final int STEP_PENDING = 2;
+    /**
+     * The header of an answer of {@link #begin}/{@link #advance}: the step (1 byte), the key's
+     * length (1 byte), the attempt handle (8 bytes, little-endian; 0 for a replay). The key
+     * (ASCII: 64-hex, a UUID, or nothing for NONE) follows, then, for {@link #STEP_REPLAY}, the
+     * remembered result's JSON.
+     */
+    static final int HEADER = 10;
+    private static final VarHandle LONG_LE = MethodHandles.byteArrayViewVarHandle(long[].class,
+            ByteOrder.LITTLE_ENDIAN);
 
     static {
         NativeLibrary.load();
     }
 
     private NativeBridge() {
+    }
+
+    static int step(byte[] answer) {
+        return answer[0];
+    }
+
+    static int keyLength(byte[] answer) {
+        return answer[1];
+    }
+
+    /** The attempt handle of a {@link #STEP_RUN} or {@link #STEP_PENDING} answer. */
+    static long attempt(byte[] answer) {
+        return (long) LONG_LE.get(answer, 2);
+    }
+
+    /** Where a replay's JSON starts. */
+    static int resultOffset(byte[] answer) {
+        return HEADER + answer[1];
+    }
+
+    /** The call's key in an answer (64-hex or a UUID), or null (NONE). */
+    static String key(byte[] answer) {
+        int length = answer[1];
+        return length == 0 ? null : new String(answer, HEADER, length, StandardCharsets.ISO_8859_1);
     }
 
     /** Opens a store by URL ({@code memory:}, {@code redis://}, {@code postgres://}). */
@@ -41,16 +79,14 @@ final class NativeBridge {
 
     /**
      * Derives the key and claims it, waiting at most {@code budgetMs}; tenant and run come from a
-     * {@link #contextNew} handle and {@code input} is read in place. Writes the attempt handle (0
-     * when replayed) to {@code out[0]}, the step to {@code out[1]} and the key's length to
-     * {@code out[2]}; answers the call's key as ASCII (64-hex, or a UUID; nothing for NONE)
-     * followed, for {@link #STEP_REPLAY}, by the remembered result's JSON, or null when both are
-     * empty. A refusal (an {@link IdempotencyException}) names the key too. {@code input} is ASCII
-     * JSON (the input, or the explicit key as a string literal with {@code explicit}); null for
-     * UUID/NONE.
+     * {@link #contextNew} handle and {@code input} is read in place. Answers the step, the key and,
+     * for a replay, the remembered result in one array (see {@link #HEADER}): a cache hit is one
+     * crossing. A refusal (an {@link IdempotencyException}) names the key too. {@code input} is
+     * ASCII JSON (the input, or the explicit key as a string literal with {@code explicit}); null
+     * for UUID/NONE.
      */
     static native byte[] begin(long store, long tool, long context, byte[] input, int length, boolean explicit,
-            int budgetMs, long[] out);
+            int budgetMs);
 
     /** A call context (tenant and run, either may be null), converted once per dispatcher view. */
     static native long contextNew(String tenant, String run);
@@ -64,7 +100,7 @@ final class NativeBridge {
     static native String deriveKey(long tool, long context, byte[] input, int length, boolean explicit);
 
     /** Keeps waiting after {@link #STEP_PENDING}; same answers as {@link #begin}. */
-    static native byte[] advance(long attempt, int budgetMs, long[] out);
+    static native byte[] advance(long attempt, int budgetMs);
 
     /** Records the body's result (JSON bytes); answers null, or why it could not be recorded. */
     static native String succeed(long attempt, byte[] result, int length);

@@ -117,9 +117,9 @@ final class RegisteredAction {
             }
 
             @Override
-            public Object decode(byte[] answer, int keyLength) throws Exception {
-                Object value = nothing ? null : resultReader.readValue(answer, keyLength, answer.length - keyLength);
-                return WebServiceResponse.replayed(value, IdempotentInvoker.key(answer, keyLength));
+            public Object decode(byte[] answer, int offset) throws Exception {
+                Object value = nothing ? null : resultReader.readValue(answer, offset, answer.length - offset);
+                return WebServiceResponse.replayed(value, NativeBridge.key(answer));
             }
         };
     }

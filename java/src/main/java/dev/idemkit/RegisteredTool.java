@@ -86,8 +86,8 @@ final class RegisteredTool {
             }
 
             @Override
-            public Object decode(byte[] answer, int keyLength) throws Exception {
-                return isVoid ? null : reader.readValue(answer, keyLength, answer.length - keyLength);
+            public Object decode(byte[] answer, int offset) throws Exception {
+                return isVoid ? null : reader.readValue(answer, offset, answer.length - offset);
             }
         };
     }

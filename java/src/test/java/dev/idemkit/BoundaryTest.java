@@ -67,9 +67,9 @@ class BoundaryTest {
     @Test
     void calls_on_handle_0_throw_null_pointer_and_destroys_ignore_it() {
         NativeLibrary.load();
-        assertThrows(NullPointerException.class, () -> NativeBridge.advance(0, 1, new long[3]));
+        assertThrows(NullPointerException.class, () -> NativeBridge.advance(0, 1));
         assertThrows(NullPointerException.class, () -> NativeBridge.storeForget(0, null));
-        assertThrows(NullPointerException.class, () -> NativeBridge.begin(0, 0, 0, null, 0, false, 1, new long[3]));
+        assertThrows(NullPointerException.class, () -> NativeBridge.begin(0, 0, 0, null, 0, false, 1));
         assertDoesNotThrow(() -> NativeBridge.storeDestroy(0));
         assertDoesNotThrow(() -> NativeBridge.toolDestroy(0));
         assertDoesNotThrow(() -> NativeBridge.attemptDestroy(0));

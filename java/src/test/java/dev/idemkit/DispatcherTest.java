@@ -223,6 +223,22 @@ class DispatcherTest {
     }
 
     @Test
+    void inputs_small_and_large_cross_the_boundary_alike() {
+        // Up to 512 bytes the input is copied across; beyond, it is read in place.
+        Tools t = new Tools();
+        ToolDispatcher d = dispatcher(t);
+        for (int size : new int[] {1, 490, 511, 512, 513, 4_000}) {
+            String flight = "F".repeat(size);
+            Booking first = (Booking) d.call("book", Map.of("flight", flight, "seat", "1A"));
+            Booking again = (Booking) d.call("book", "{\"seat\":\"1A\",\"flight\":\"" + flight + "\"}");
+            assertEquals(flight, first.flight);
+            assertEquals(flight, again.flight);
+        }
+        assertEquals(6, t.runs("book"));
+        assertEquals(6, new java.util.HashSet<>(t.keys).size());
+    }
+
+    @Test
     void a_remembered_result_reads_back_as_the_generic_return_type() {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
