@@ -77,17 +77,18 @@ fn single_thread(c: &mut Criterion) {
     group.finish();
 }
 
-/// Two OS threads, each with its own runtime, making `iters` calls between them.
-fn two_threads(exec: &Executor, tool: &Tool, inputs: [&'static str; 2], iters: u64) -> Duration {
+/// One OS thread per input, each with its own runtime, making `iters` calls between them.
+fn threads(exec: &Executor, tool: &Tool, inputs: &[&'static str], iters: u64) -> Duration {
+    let per_thread = iters.div_ceil(inputs.len() as u64);
     let start = Instant::now();
     std::thread::scope(|s| {
-        for input in inputs {
+        for &input in inputs {
             let exec = exec.clone();
             let tool = tool.clone();
             s.spawn(move || {
                 let rt = runtime();
                 let ctx = CallContext::new();
-                for _ in 0..iters.div_ceil(2) {
+                for _ in 0..per_thread {
                     rt.block_on(send(&exec, &tool, &ctx, input));
                 }
             });
@@ -102,11 +103,14 @@ fn contention(c: &mut Criterion) {
     let exec = Executor::new(Arc::new(MemoryStore::new()));
     const A: &str = r#"{"to":"ana@example.com","subject":"a"}"#;
     const B: &str = r#"{"to":"bo@example.com","subject":"b"}"#;
+    group.bench_function("baseline_one_thread_hit", |b| {
+        b.iter_custom(|iters| threads(&exec, &tool, &[A], iters))
+    });
     group.bench_function("distinct_keys_hit", |b| {
-        b.iter_custom(|iters| two_threads(&exec, &tool, [A, B], iters))
+        b.iter_custom(|iters| threads(&exec, &tool, &[A, B], iters))
     });
     group.bench_function("shared_key_hit", |b| {
-        b.iter_custom(|iters| two_threads(&exec, &tool, [A, A], iters))
+        b.iter_custom(|iters| threads(&exec, &tool, &[A, A], iters))
     });
     group.finish();
 }
