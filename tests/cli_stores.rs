@@ -15,11 +15,27 @@ use idemkit::{CallContext, CallError, ErrorKind, Executor, KeyInput, Policy, Sto
 const CHILD_ENV: &str = "IDEMKIT_CLI_TEST_CHILD";
 const INPUT: &str = r#"{"card":"tok_visa","amount":1999}"#;
 
+/// The stores to test against; PostgreSQL gets its table first (a fresh database has none).
 fn urls() -> Vec<(&'static str, String)> {
     let mut found = Vec::new();
     for var in ["IDEMKIT_REDIS_URL", "IDEMKIT_POSTGRES_URL"] {
         match std::env::var(var) {
-            Ok(url) => found.push((var, url)),
+            Ok(url) => {
+                if var == "IDEMKIT_POSTGRES_URL" {
+                    idemkit::runtime::block_on(async {
+                        idemkit::store::postgres::PostgresStore::connect(
+                            &url,
+                            &StoreOptions::default(),
+                        )
+                        .await
+                        .unwrap()
+                        .create_table_if_missing()
+                        .await
+                        .unwrap()
+                    });
+                }
+                found.push((var, url))
+            }
             Err(_) => {
                 eprintln!("SKIPPED: {var} not set — run scripts/test.sh to test the CLI against it")
             }
