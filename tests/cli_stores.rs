@@ -3,7 +3,7 @@
 //!
 //! Needs IDEMKIT_REDIS_URL and IDEMKIT_POSTGRES_URL (scripts/test.sh sets both).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -11,6 +11,10 @@ use std::time::Duration;
 
 use idemkit::store::StoreOptions;
 use idemkit::{CallContext, CallError, ErrorKind, Executor, KeyInput, Policy, Store, Token, Tool};
+
+mod common;
+
+use common::claim_and_hang;
 
 const CHILD_ENV: &str = "IDEMKIT_CLI_TEST_CHILD";
 const INPUT: &str = r#"{"card":"tok_visa","amount":1999}"#;
@@ -94,51 +98,15 @@ fn child_process_claims_and_hangs() {
     };
     let tenant = std::env::var("IDEMKIT_CLI_TEST_TENANT").unwrap();
     idemkit::runtime::block_on(async {
-        let exec = Executor::new(open(&url).await);
-        let ctx = CallContext::new().tenant(tenant);
-        let _: Result<String, CallError<std::io::Error>> = exec
-            .call(
-                &charge_tool(),
-                &ctx,
-                KeyInput::Json(INPUT),
-                |call| async move {
-                    println!("CLAIMED {}", call.key.unwrap());
-                    std::io::stdout().flush().unwrap();
-                    tokio::time::sleep(Duration::from_secs(600)).await;
-                    Ok("never".to_string())
-                },
-            )
-            .await;
+        let store = open(&url).await;
+        claim_and_hang(store, &charge_tool(), &tenant, KeyInput::Json(INPUT)).await;
     });
 }
 
 /// Starts a child that claims the charge for `tenant`, waits until it holds the claim, kills it.
 fn kill_a_claim_holder(url: &str, tenant: &str) -> String {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_process_claims_and_hangs",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, url)
-        .env("IDEMKIT_CLI_TEST_TENANT", tenant)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut key = None;
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
-        // libtest prints "test child_process_claims_and_hangs ... " on the same line.
-        if let Some((_, k)) = line.split_once("CLAIMED ") {
-            key = Some(k.trim().to_owned());
-            break;
-        }
-    }
-    child.kill().unwrap(); // SIGKILL: no outcome, no release
-    child.wait().unwrap();
-    key.expect("the child claimed the key")
+    common::kill_a_claim_holder(&[(CHILD_ENV, url), ("IDEMKIT_CLI_TEST_TENANT", tenant)])
+        .expect("the child claimed the key")
 }
 
 async fn charge(

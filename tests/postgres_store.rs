@@ -2,9 +2,7 @@
 //! after `scripts/services.sh start`). Outages are simulated with a TCP proxy in front of that
 //! server (stopping the shared server would disturb other tests), and with a closed port.
 
-use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,20 +11,17 @@ use idemkit::store::postgres::{schema_sql, PostgresStore, SCHEMA_SQL};
 use idemkit::store::{Claim, ClaimRequest, RecordId, StoreOptions};
 use idemkit::testing::{random_key, random_tenant};
 use idemkit::{
-    CallContext, CallError, ErrorKind, Executor, Failure, KeyInput, KeyStrategy, Outcome, Policy,
-    RecordState, RetryBehavior, Status, Store, Token, Tool,
+    CallContext, CallError, ErrorKind, Executor, Failure, KeyInput, Outcome, Store, Token,
 };
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+mod common;
+
+use common::{check_a_killed_holders_claim, claim_and_hang, kill_a_claim_holder, tool};
+
 fn postgres_url() -> Option<String> {
-    match std::env::var("IDEMKIT_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!("SKIPPED: IDEMKIT_POSTGRES_URL not set — run scripts/test.sh");
-            None
-        }
-    }
+    common::env_url("IDEMKIT_POSTGRES_URL")
 }
 
 /// A table of its own for each test, dropped when the test ends.
@@ -87,14 +82,7 @@ async fn raw(url: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error>
 }
 
 fn request<'a>(id: RecordId<'a>, token: Token, lease_ms: u64, ttl_ms: u64) -> ClaimRequest<'a> {
-    ClaimRequest {
-        id,
-        scope: "postgres_test",
-        token,
-        lease_ms,
-        ttl_ms,
-        retry_failure: false,
-    }
+    common::claim_request(id, "postgres_test", token, lease_ms, ttl_ms)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -106,11 +94,7 @@ async fn postgres_store_passes_the_conformance_suite() {
         .await
         .unwrap();
     assert!(store.describe().starts_with("postgres://"));
-    idemkit::testing::check_store(|| {
-        let store = store.clone();
-        async move { store }
-    })
-    .await;
+    common::check_conformance(store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -177,15 +161,7 @@ async fn the_shipped_sql_file_and_create_table_if_missing_make_the_same_table() 
     // The store works on the schema-qualified table.
     let key = random_key();
     let reply = store
-        .claim(&request(
-            RecordId {
-                tenant: None,
-                key: &key,
-            },
-            Token::random(),
-            1000,
-            1000,
-        ))
+        .claim(&common::untenanted_request(&key, "postgres_test"))
         .await
         .unwrap();
     assert!(matches!(reply.claim, Claim::Acquired { .. }));
@@ -223,15 +199,7 @@ async fn a_missing_table_says_how_to_create_it() {
         .unwrap();
     let key = random_key();
     let error = store
-        .claim(&request(
-            RecordId {
-                tenant: None,
-                key: &key,
-            },
-            Token::random(),
-            1000,
-            1000,
-        ))
+        .claim(&common::untenanted_request(&key, "postgres_test"))
         .await
         .unwrap_err();
     let text = error.to_string();
@@ -241,15 +209,7 @@ async fn a_missing_table_says_how_to_create_it() {
     );
     store.create_table_if_missing().await.unwrap();
     let reply = store
-        .claim(&request(
-            RecordId {
-                tenant: None,
-                key: &key,
-            },
-            Token::random(),
-            1000,
-            1000,
-        ))
+        .claim(&common::untenanted_request(&key, "postgres_test"))
         .await
         .unwrap();
     assert!(
@@ -278,15 +238,7 @@ async fn sslmode_is_accepted_where_it_can_be_honoured_and_passwords_stay_hidden(
         .unwrap();
         let key = random_key();
         store
-            .claim(&request(
-                RecordId {
-                    tenant: None,
-                    key: &key,
-                },
-                Token::random(),
-                1000,
-                1000,
-            ))
+            .claim(&common::untenanted_request(&key, "postgres_test"))
             .await
             .unwrap();
     }
@@ -392,39 +344,10 @@ async fn claims_have_exactly_one_winner_under_heavy_contention() {
                 store.complete(id, first, &failure, 60_000).await.unwrap();
             }
         }
-        let start = Arc::new(tokio::sync::Barrier::new(64));
-        let mut tasks = Vec::new();
-        for _ in 0..64 {
-            let (store, start, tenant) = (store.clone(), start.clone(), tenant.clone());
-            tasks.push(tokio::spawn(async move {
-                start.wait().await;
-                let id = RecordId {
-                    tenant: Some(&tenant),
-                    key: &key,
-                };
-                let token = Token::random();
-                let mut r = request(id, token, 60_000, 60_000);
-                r.retry_failure = retry_failure;
-                (token, store.claim(&r).await.unwrap().claim)
-            }));
-        }
-        let mut winners = Vec::new();
-        let mut holders = Vec::new();
-        for t in tasks {
-            match t.await.unwrap() {
-                (token, Claim::Acquired { .. }) => winners.push(token),
-                (_, Claim::InProgress(r)) => holders.push(r.token),
-                (_, other) => panic!("round {round}: unexpected {other:?}"),
-            }
-        }
-        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        let (_, holders) =
+            common::race_64_claimers(&store, "postgres_test", &tenant, &key, retry_failure, round)
+                .await;
         assert_eq!(holders.len(), 63);
-        assert!(
-            holders.iter().all(|h| *h == winners[0]),
-            "round {round}: everyone sees the winner"
-        );
-        let (record, _) = store.get(id).await.unwrap();
-        assert_eq!(record.unwrap().token, winners[0]);
     }
 }
 
@@ -558,10 +481,6 @@ fn via(url: &str, proxy: SocketAddr) -> String {
     original
 }
 
-fn tool(name: &str, lease: Duration) -> Tool {
-    Tool::new(name, Policy::new(KeyStrategy::Explicit).with_lease(lease)).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_outage_fails_calls_unrun_and_the_same_store_recovers() {
     let Some(url) = postgres_url() else { return };
@@ -678,21 +597,8 @@ async fn child_process_claims_and_hangs() {
     let store = idemkit::store::open(url, &table_options(table))
         .await
         .unwrap();
-    let executor = Executor::new(store);
-    let context = CallContext::new().tenant(tenant);
-    let _ = executor
-        .call(
-            &tool("charge_card", Duration::from_secs(2)),
-            &context,
-            KeyInput::Explicit(key),
-            |_| async {
-                println!("CLAIMED");
-                std::io::stdout().flush().unwrap();
-                tokio::time::sleep(Duration::from_secs(120)).await;
-                Ok::<_, std::io::Error>(())
-            },
-        )
-        .await;
+    let charge = tool("charge_card", Duration::from_secs(2));
+    claim_and_hang(store, &charge, tenant, KeyInput::Explicit(key)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -701,108 +607,12 @@ async fn a_holder_killed_mid_call_leaves_an_in_progress_claim_that_becomes_indet
     let (table, _) = TestTable::new(&url).await;
     let key = format!("order-{}", Token::random().hex());
     let tenant = random_tenant();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_process_claims_and_hangs",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(CHILD_ENV, format!("{url} {} {key} {tenant}", table.name))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let claimed = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .any(|line| line.contains("CLAIMED"))
-    });
-    let claimed = tokio::time::timeout(Duration::from_secs(30), claimed).await;
-    child.kill().unwrap(); // SIGKILL: no destructor, no release
-    child.wait().unwrap();
-    assert!(
-        matches!(claimed, Ok(Ok(true))),
-        "the child never claimed the key"
-    );
+    let spec = format!("{url} {} {key} {tenant}", table.name);
+    let claimed = kill_a_claim_holder(&[(CHILD_ENV, &spec)]);
+    assert!(claimed.is_some(), "the child never claimed the key");
 
     let store = idemkit::store::open(&url, &table_options(&table.name))
         .await
         .unwrap();
-    let derived = idemkit::derive_key(
-        &idemkit::KeyScope {
-            scope: "charge_card",
-            tenant: Some(&tenant),
-            run: None,
-        },
-        KeyInput::Explicit(&key),
-        &[],
-    )
-    .unwrap();
-    let id = RecordId {
-        tenant: Some(&tenant),
-        key: &derived,
-    };
-    let (record, now) = store.get(id).await.unwrap();
-    let record = record.expect("the killed holder's claim is still there");
-    assert_eq!(record.state, RecordState::InProgress);
-    assert_eq!(
-        record.status(now),
-        Status::InProgress,
-        "within the lease it is in progress"
-    );
-
-    let executor = Executor::new(store.clone());
-    let context = CallContext::new().tenant(tenant.clone());
-    let fast = Tool::new(
-        "charge_card",
-        Policy::new(KeyStrategy::Explicit)
-            .with_lease(Duration::from_secs(2))
-            .with_on_cache_hit(RetryBehavior::FailFast),
-    )
-    .unwrap();
-    let ran = Arc::new(AtomicUsize::new(0));
-    let body = |ran: Arc<AtomicUsize>| {
-        move |_| async move {
-            ran.fetch_add(1, Ordering::SeqCst);
-            Ok::<_, std::io::Error>(())
-        }
-    };
-    let early = executor
-        .call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone()))
-        .await;
-    assert_eq!(
-        early.unwrap_err().idempotency().map(|e| e.kind()),
-        Some(ErrorKind::FailFast)
-    );
-    let started = Instant::now();
-    let charge = tool("charge_card", Duration::from_secs(2));
-    let late = executor
-        .call(
-            &charge,
-            &context,
-            KeyInput::Explicit(&key),
-            body(ran.clone()),
-        )
-        .await;
-    let error = late.unwrap_err();
-    assert_eq!(
-        error.idempotency().map(|e| e.kind()),
-        Some(ErrorKind::Indeterminate),
-        "{error}"
-    );
-    assert!(started.elapsed() < Duration::from_secs(5));
-    let (record, now) = store.get(id).await.unwrap();
-    assert_eq!(record.unwrap().status(now), Status::Abandoned);
-    let again = executor
-        .call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone()))
-        .await;
-    assert_eq!(
-        again.unwrap_err().idempotency().map(|e| e.kind()),
-        Some(ErrorKind::Indeterminate)
-    );
-    assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran again");
+    check_a_killed_holders_claim(store, &tenant, &key).await;
 }

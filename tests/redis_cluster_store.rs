@@ -16,25 +16,16 @@ use tokio::sync::RwLock;
 /// Tests take this for reading; the one that changes a node's configuration takes it for writing.
 static CLUSTER_CONFIG: RwLock<()> = RwLock::const_new(());
 
-fn cluster_url() -> Option<String> {
-    match std::env::var("IDEMKIT_REDIS_CLUSTER_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!("SKIPPED: IDEMKIT_REDIS_CLUSTER_URL not set — run scripts/test.sh");
-            None
-        }
-    }
-}
+mod common;
 
-fn options(prefix: &str) -> StoreOptions {
-    StoreOptions {
-        key_prefix: Some(prefix.to_owned()),
-        ..StoreOptions::default()
-    }
+use common::{free_port, make_certificates, prefix_options as options, wait_until};
+
+fn cluster_url() -> Option<String> {
+    common::env_url("IDEMKIT_REDIS_CLUSTER_URL")
 }
 
 fn unique_prefix() -> String {
-    format!("idemkit-cluster-test-{}:", &Token::random().hex()[..10])
+    common::unique_prefix("idemkit-cluster-test")
 }
 
 /// `host:port` of each seed node in the cluster URL.
@@ -107,14 +98,7 @@ async fn keys_on(address: &str, pattern: &str) -> BTreeSet<String> {
 }
 
 fn request<'a>(id: RecordId<'a>, token: Token) -> ClaimRequest<'a> {
-    ClaimRequest {
-        id,
-        scope: "redis_cluster_test",
-        token,
-        lease_ms: 60_000,
-        ttl_ms: 120_000,
-        retry_failure: false,
-    }
+    common::claim_request(id, "redis_cluster_test", token, 60_000, 120_000)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -129,11 +113,7 @@ async fn cluster_store_passes_the_conformance_suite() {
         "{}",
         store.describe()
     );
-    idemkit::testing::check_store(|| {
-        let store = store.clone();
-        async move { store }
-    })
-    .await;
+    common::check_conformance(store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -471,23 +451,8 @@ async fn forget_and_purge_work_in_batches_on_every_node() {
     let tenant = random_tenant();
 
     // More records than one SCAN batch (500) on each node.
-    let mut tasks = Vec::new();
-    for _ in 0..16 {
-        let (store, tenant) = (store.clone(), tenant.clone());
-        tasks.push(tokio::spawn(async move {
-            for _ in 0..125 {
-                let key = random_key();
-                let id = RecordId {
-                    tenant: Some(&tenant),
-                    key: &key,
-                };
-                store.claim(&request(id, Token::random())).await.unwrap();
-            }
-        }));
-    }
-    for task in tasks {
-        task.await.unwrap();
-    }
+    let scope = "redis_cluster_test";
+    common::claim_many(store.clone(), scope, &tenant, 16, 125, (60_000, 120_000)).await;
     assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 2000);
     for address in primaries(&url).await.keys() {
         assert!(keys_on(address, &format!("{prefix}*")).await.is_empty());
@@ -655,7 +620,7 @@ impl PrivateCluster {
         } else {
             command.args(["--port", &port.to_string()]);
         }
-        match command
+        command
             .args(["--bind", "127.0.0.1"])
             .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
             .args(["--save", "", "--appendonly", "no"])
@@ -663,17 +628,8 @@ impl PrivateCluster {
             .arg("--dir")
             .arg(&dir)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-        {
-            Ok(child) => Some(child),
-            Err(e) => {
-                eprintln!(
-                    "SKIPPED: cannot start redis-server ({e}) — run scripts/services.sh start"
-                );
-                None
-            }
-        }
+            .stderr(std::process::Stdio::null());
+        common::spawn_redis_server(&mut command)
     }
 
     fn url(&self) -> String {
@@ -747,82 +703,6 @@ impl Drop for PrivateCluster {
             let _ = child.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A test CA (`ca.pem`) and a certificate for 127.0.0.1 it signs (`cert.pem`, `key.pem`).
-fn make_certificates(dir: &std::path::Path) -> bool {
-    let openssl = |args: &[&str]| {
-        std::process::Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    std::fs::write(
-        dir.join("leaf.ext"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-    )
-    .unwrap();
-    openssl(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=idemkit test CA",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-    ]) && openssl(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-subj",
-        "/CN=127.0.0.1",
-        "-keyout",
-        "key.pem",
-        "-out",
-        "leaf.csr",
-    ]) && openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "leaf.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "1",
-        "-extfile",
-        "leaf.ext",
-        "-out",
-        "cert.pem",
-    ])
-}
-
-fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !check() {
-        assert!(std::time::Instant::now() < deadline, "{what}: timed out");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

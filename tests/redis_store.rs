@@ -1,8 +1,8 @@
 //! The Redis store against a real server (`IDEMKIT_REDIS_URL`, set by `scripts/test.sh` after
 //! `scripts/services.sh start`), plus private `redis-server` processes for fault tests.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -11,30 +11,21 @@ use std::time::{Duration, Instant};
 use idemkit::store::redis::{tenant_segment, RedisStore};
 use idemkit::store::{Claim, ClaimRequest, RecordId, StoreOptions};
 use idemkit::testing::{random_key, random_tenant};
-use idemkit::{
-    CallContext, CallError, ErrorKind, Executor, KeyInput, KeyStrategy, Outcome, Policy,
-    RecordState, RetryBehavior, Status, Store, Token, Tool,
+use idemkit::{CallContext, CallError, ErrorKind, Executor, KeyInput, Outcome, Store, Token};
+
+mod common;
+
+use common::{
+    check_a_killed_holders_claim, claim_and_hang, free_port, kill_a_claim_holder,
+    make_certificates, prefix_options as options, tool,
 };
 
 fn redis_url() -> Option<String> {
-    match std::env::var("IDEMKIT_REDIS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!("SKIPPED: IDEMKIT_REDIS_URL not set — run scripts/test.sh");
-            None
-        }
-    }
-}
-
-fn options(prefix: &str) -> StoreOptions {
-    StoreOptions {
-        key_prefix: Some(prefix.to_owned()),
-        ..StoreOptions::default()
-    }
+    common::env_url("IDEMKIT_REDIS_URL")
 }
 
 fn unique_prefix() -> String {
-    format!("idemkit-test-{}:", &Token::random().hex()[..10])
+    common::unique_prefix("idemkit-test")
 }
 
 /// A raw connection for looking at what the store wrote.
@@ -47,14 +38,7 @@ async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
 }
 
 fn request<'a>(id: RecordId<'a>, token: Token, lease_ms: u64, ttl_ms: u64) -> ClaimRequest<'a> {
-    ClaimRequest {
-        id,
-        scope: "redis_test",
-        token,
-        lease_ms,
-        ttl_ms,
-        retry_failure: false,
-    }
+    common::claim_request(id, "redis_test", token, lease_ms, ttl_ms)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -64,11 +48,7 @@ async fn redis_store_passes_the_conformance_suite() {
         .await
         .unwrap();
     assert!(store.describe().starts_with("redis://"));
-    idemkit::testing::check_store(|| {
-        let store = store.clone();
-        async move { store }
-    })
-    .await;
+    common::check_conformance(store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -222,27 +202,15 @@ async fn forget_deletes_many_records_in_batches() {
             .unwrap(),
     );
     let tenant = random_tenant();
-    let mut tasks = Vec::new();
-    for _ in 0..8 {
-        let store = store.clone();
-        let tenant = tenant.clone();
-        tasks.push(tokio::spawn(async move {
-            for _ in 0..150 {
-                let key = random_key();
-                let id = RecordId {
-                    tenant: Some(&tenant),
-                    key: &key,
-                };
-                store
-                    .claim(&request(id, Token::random(), 60_000, 60_000))
-                    .await
-                    .unwrap();
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.unwrap();
-    }
+    common::claim_many(
+        store.clone(),
+        "redis_test",
+        &tenant,
+        8,
+        150,
+        (60_000, 60_000),
+    )
+    .await;
     assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 1200);
     assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 0);
 }
@@ -341,38 +309,7 @@ async fn contend_for_takeovers(store: Arc<dyn Store>) {
             store.claim(&request(id, first, 10, 10)).await.unwrap();
             tokio::time::sleep(Duration::from_millis(30)).await;
         }
-        let start = Arc::new(tokio::sync::Barrier::new(64));
-        let mut tasks = Vec::new();
-        for _ in 0..64 {
-            let (store, start, tenant) = (store.clone(), start.clone(), tenant.clone());
-            tasks.push(tokio::spawn(async move {
-                start.wait().await;
-                let id = RecordId {
-                    tenant: Some(&tenant),
-                    key: &key,
-                };
-                let token = Token::random();
-                let mut r = request(id, token, 60_000, 60_000);
-                r.retry_failure = retry_failure;
-                (token, store.claim(&r).await.unwrap().claim)
-            }));
-        }
-        let mut winners = Vec::new();
-        let mut holders = Vec::new();
-        for t in tasks {
-            match t.await.unwrap() {
-                (token, Claim::Acquired { .. }) => winners.push(token),
-                (_, Claim::InProgress(r)) => holders.push(r.token),
-                (_, other) => panic!("round {round}: unexpected {other:?}"),
-            }
-        }
-        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
-        assert!(
-            holders.iter().all(|h| *h == winners[0]),
-            "round {round}: everyone sees the winner"
-        );
-        let (record, _) = store.get(id).await.unwrap();
-        assert_eq!(record.unwrap().token, winners[0]);
+        common::race_64_claimers(&store, "redis_test", &tenant, &key, retry_failure, round).await;
     }
     store.forget(Some(&tenant)).await.unwrap();
 }
@@ -416,15 +353,7 @@ impl PrivateRedis {
             .args(&args)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        let child = match command.spawn() {
-            Ok(child) => child,
-            Err(e) => {
-                eprintln!(
-                    "SKIPPED: cannot start redis-server ({e}) — run scripts/services.sh start"
-                );
-                return None;
-            }
-        };
+        let child = common::spawn_redis_server(&mut command)?;
         let server = PrivateRedis { child, port, args };
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -508,21 +437,7 @@ fn spawn_redis(port: u16, extra: &[String]) -> Option<Child> {
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    match command.spawn() {
-        Ok(child) => Some(child),
-        Err(e) => {
-            eprintln!("SKIPPED: cannot start redis-server ({e}) — run scripts/services.sh start");
-            None
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    common::spawn_redis_server(&mut command)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -558,15 +473,7 @@ async fn an_evicting_maxmemory_policy_is_refused_unless_allowed() {
     let store = RedisStore::connect(&url, &allowed).await.unwrap();
     let key = random_key();
     let reply = store
-        .claim(&request(
-            RecordId {
-                tenant: None,
-                key: &key,
-            },
-            Token::random(),
-            1000,
-            1000,
-        ))
+        .claim(&common::untenanted_request(&key, "redis_test"))
         .await
         .unwrap();
     assert!(matches!(reply.claim, Claim::Acquired { .. }));
@@ -591,15 +498,7 @@ async fn passwords_authenticate_and_never_show_in_descriptions() {
     assert!(!store.describe().contains("s3cret"), "{}", store.describe());
     let key = random_key();
     let reply = store
-        .claim(&request(
-            RecordId {
-                tenant: None,
-                key: &key,
-            },
-            Token::random(),
-            1000,
-            1000,
-        ))
+        .claim(&common::untenanted_request(&key, "redis_test"))
         .await
         .unwrap();
     assert!(matches!(reply.claim, Claim::Acquired { .. }));
@@ -608,10 +507,6 @@ async fn passwords_authenticate_and_never_show_in_descriptions() {
         .err()
         .expect("wrong password refused");
     assert!(!error.to_string().contains("wrong-pw"), "{error}");
-}
-
-fn tool(name: &str, lease: Duration) -> Tool {
-    Tool::new(name, Policy::new(KeyStrategy::Explicit).with_lease(lease)).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -702,21 +597,8 @@ async fn child_process_claims_and_hangs() {
     let store = idemkit::store::open(url, &StoreOptions::default())
         .await
         .unwrap();
-    let executor = Executor::new(store);
-    let context = CallContext::new().tenant(tenant);
-    let _ = executor
-        .call(
-            &tool("charge_card", Duration::from_secs(2)),
-            &context,
-            KeyInput::Explicit(key),
-            |_| async {
-                println!("CLAIMED");
-                std::io::stdout().flush().unwrap();
-                tokio::time::sleep(Duration::from_secs(120)).await;
-                Ok::<_, std::io::Error>(())
-            },
-        )
-        .await;
+    let charge = tool("charge_card", Duration::from_secs(2));
+    claim_and_hang(store, &charge, tenant, KeyInput::Explicit(key)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -724,112 +606,14 @@ async fn a_holder_killed_mid_call_leaves_an_in_progress_claim_that_becomes_indet
     let Some(url) = redis_url() else { return };
     let key = format!("order-{}", Token::random().hex());
     let tenant = random_tenant();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_process_claims_and_hangs",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(CHILD_ENV, format!("{url} {key} {tenant}"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let claimed = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .any(|line| line.contains("CLAIMED"))
-    });
-    let claimed = tokio::time::timeout(Duration::from_secs(30), claimed).await;
-    child.kill().unwrap(); // SIGKILL: no destructor, no release
-    child.wait().unwrap();
-    assert!(
-        matches!(claimed, Ok(Ok(true))),
-        "the child never claimed the key"
-    );
+    let spec = format!("{url} {key} {tenant}");
+    let claimed = kill_a_claim_holder(&[(CHILD_ENV, &spec)]);
+    assert!(claimed.is_some(), "the child never claimed the key");
 
     let store = idemkit::store::open(&url, &StoreOptions::default())
         .await
         .unwrap();
-    let charge = tool("charge_card", Duration::from_secs(2));
-    let context = CallContext::new().tenant(tenant.clone());
-    let derived = idemkit::derive_key(
-        &idemkit::KeyScope {
-            scope: "charge_card",
-            tenant: Some(&tenant),
-            run: None,
-        },
-        KeyInput::Explicit(&key),
-        &[],
-    )
-    .unwrap();
-    let id = RecordId {
-        tenant: Some(&tenant),
-        key: &derived,
-    };
-    let (record, now) = store.get(id).await.unwrap();
-    let record = record.expect("the killed holder's claim is still there");
-    assert_eq!(record.state, RecordState::InProgress);
-    assert_eq!(
-        record.status(now),
-        Status::InProgress,
-        "within the lease it is in progress"
-    );
-
-    // A caller that fails fast sees it in progress; a waiting caller waits out the lease and
-    // then gets the indeterminate outcome. Neither runs the body.
-    let executor = Executor::new(store.clone());
-    let fast = Tool::new(
-        "charge_card",
-        Policy::new(KeyStrategy::Explicit)
-            .with_lease(Duration::from_secs(2))
-            .with_on_cache_hit(RetryBehavior::FailFast),
-    )
-    .unwrap();
-    let ran = Arc::new(AtomicUsize::new(0));
-    let body = |ran: Arc<AtomicUsize>| {
-        move |_| async move {
-            ran.fetch_add(1, Ordering::SeqCst);
-            Ok::<_, std::io::Error>(())
-        }
-    };
-    let early = executor
-        .call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone()))
-        .await;
-    assert_eq!(
-        early.unwrap_err().idempotency().map(|e| e.kind()),
-        Some(ErrorKind::FailFast)
-    );
-    let started = Instant::now();
-    let late = executor
-        .call(
-            &charge,
-            &context,
-            KeyInput::Explicit(&key),
-            body(ran.clone()),
-        )
-        .await;
-    let error = late.unwrap_err();
-    assert_eq!(
-        error.idempotency().map(|e| e.kind()),
-        Some(ErrorKind::Indeterminate),
-        "{error}"
-    );
-    assert!(started.elapsed() < Duration::from_secs(5));
-    let (record, now) = store.get(id).await.unwrap();
-    assert_eq!(record.unwrap().status(now), Status::Abandoned);
-    let again = executor
-        .call(&fast, &context, KeyInput::Explicit(&key), body(ran.clone()))
-        .await;
-    assert_eq!(
-        again.unwrap_err().idempotency().map(|e| e.kind()),
-        Some(ErrorKind::Indeterminate)
-    );
-    assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran again");
+    check_a_killed_holders_claim(store.clone(), &tenant, &key).await;
     store.forget(Some(&tenant)).await.unwrap();
 }
 
@@ -847,63 +631,8 @@ async fn rediss_urls_connect_over_tls_with_a_password() {
         dir.join("cert.pem"),
         dir.join("key.pem"),
     );
-    let openssl = |args: &[&str]| {
-        Command::new("openssl")
-            .args(args)
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    std::fs::write(
-        dir.join("leaf.ext"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-    )
-    .unwrap();
     // A test CA, and a server certificate for 127.0.0.1 that it signs.
-    let made = openssl(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=idemkit test CA",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-    ]) && openssl(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-subj",
-        "/CN=127.0.0.1",
-        "-keyout",
-        "key.pem",
-        "-out",
-        "leaf.csr",
-    ]) && openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "leaf.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "1",
-        "-extfile",
-        "leaf.ext",
-        "-out",
-        "cert.pem",
-    ]);
+    let made = make_certificates(&dir);
     if !made {
         eprintln!("SKIPPED: openssl is not available to make test certificates");
         return;

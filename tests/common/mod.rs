@@ -1,0 +1,378 @@
+//! Helpers shared by the store integration tests (`redis_store`, `postgres_store`,
+//! `redis_cluster_store`, `cli_stores`). Each test file uses only some of them.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use idemkit::store::{Claim, ClaimRequest, RecordId, StoreOptions};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use idemkit::{
+    CallContext, ErrorKind, Executor, KeyInput, KeyStrategy, Policy, RecordState, RetryBehavior,
+    Status, Store, Token, Tool,
+};
+
+/// The URL in environment variable `var`, or `None` with a loud skip message.
+pub fn env_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!("SKIPPED: {var} not set — run scripts/test.sh");
+            None
+        }
+    }
+}
+
+/// The shared conformance suite (`idemkit::testing::check_store`) on one store.
+pub async fn check_conformance(store: Arc<dyn Store>) {
+    idemkit::testing::check_store(|| {
+        let store = store.clone();
+        async move { store }
+    })
+    .await;
+}
+
+/// Store options with this key prefix.
+pub fn prefix_options(prefix: &str) -> StoreOptions {
+    StoreOptions {
+        key_prefix: Some(prefix.to_owned()),
+        ..StoreOptions::default()
+    }
+}
+
+/// `<name>-<10 random hex digits>:`, a key prefix no other test run uses.
+pub fn unique_prefix(name: &str) -> String {
+    format!("{name}-{}:", &Token::random().hex()[..10])
+}
+
+/// A claim request for `id` in `scope`, not retrying failures.
+pub fn claim_request<'a>(
+    id: RecordId<'a>,
+    scope: &'static str,
+    token: Token,
+    lease_ms: u64,
+    ttl_ms: u64,
+) -> ClaimRequest<'a> {
+    ClaimRequest {
+        id,
+        scope,
+        token,
+        lease_ms,
+        ttl_ms,
+        retry_failure: false,
+    }
+}
+
+/// A claim request for `key` with no tenant, a fresh token, and a one-second lease and TTL.
+pub fn untenanted_request<'a>(key: &'a idemkit::Key, scope: &'static str) -> ClaimRequest<'a> {
+    let id = RecordId { tenant: None, key };
+    claim_request(id, scope, Token::random(), 1000, 1000)
+}
+
+/// A tool taking explicit keys, with this lease.
+pub fn tool(name: &str, lease: Duration) -> Tool {
+    Tool::new(name, Policy::new(KeyStrategy::Explicit).with_lease(lease)).unwrap()
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Polls `check` until it holds, panicking after 20 seconds.
+pub fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "{what}: timed out");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Spawns a prepared `redis-server` command, or `None` (and a loud skip) when it cannot run.
+pub fn spawn_redis_server(command: &mut Command) -> Option<Child> {
+    match command.spawn() {
+        Ok(child) => Some(child),
+        Err(e) => {
+            eprintln!("SKIPPED: cannot start redis-server ({e}) — run scripts/services.sh start");
+            None
+        }
+    }
+}
+
+/// A test CA (`ca.pem`) and a certificate for 127.0.0.1 it signs (`cert.pem`, `key.pem`) in
+/// `dir`; false when openssl is missing or fails.
+pub fn make_certificates(dir: &std::path::Path) -> bool {
+    let openssl = |args: &[&str]| {
+        Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=idemkit test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    ]) && openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "leaf.csr",
+    ]) && openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        "leaf.ext",
+        "-out",
+        "cert.pem",
+    ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// A claim holder killed mid-call: the child side and the parent side.
+
+/// The child side of `kill_a_claim_holder`: calls `tool` for `tenant` and, holding the claim,
+/// prints `CLAIMED <key>` and hangs until it is killed.
+pub async fn claim_and_hang(store: Arc<dyn Store>, tool: &Tool, tenant: &str, input: KeyInput<'_>) {
+    let executor = Executor::new(store);
+    let context = CallContext::new().tenant(tenant);
+    let _ = executor
+        .call(tool, &context, input, |call| async move {
+            println!("CLAIMED {}", call.key.unwrap_or_default());
+            std::io::stdout().flush().unwrap();
+            tokio::time::sleep(Duration::from_secs(600)).await;
+            Ok::<_, std::io::Error>(())
+        })
+        .await;
+}
+
+/// Runs this test binary's `child_process_claims_and_hangs` with `env` set, waits (up to 30
+/// seconds) until it prints that it holds the claim, then SIGKILLs it: no destructor, no
+/// outcome, no release. Returns the key the child printed, or `None` if it never claimed.
+pub fn kill_a_claim_holder(env: &[(&str, &str)]) -> Option<String> {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_process_claims_and_hangs",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            // libtest prints "test child_process_claims_and_hangs ... " on the same line.
+            if let Some((_, key)) = line.split_once("CLAIMED ") {
+                let _ = send.send(key.trim().to_owned());
+                return;
+            }
+        }
+    });
+    let key = receive.recv_timeout(Duration::from_secs(30)).ok();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    key
+}
+
+/// The parent side's checks once `kill_a_claim_holder` has killed a holder of `key` (explicit,
+/// tool `charge_card` with a 2 s lease) for `tenant`: its claim is still in progress; a
+/// fail-fast caller is refused, a waiting caller waits out the lease and gets the indeterminate
+/// outcome, and the body never runs again.
+pub async fn check_a_killed_holders_claim(store: Arc<dyn Store>, tenant: &str, key: &str) {
+    let derived = idemkit::derive_key(
+        &idemkit::KeyScope {
+            scope: "charge_card",
+            tenant: Some(tenant),
+            run: None,
+        },
+        KeyInput::Explicit(key),
+        &[],
+    )
+    .unwrap();
+    let id = RecordId {
+        tenant: Some(tenant),
+        key: &derived,
+    };
+    let (record, now) = store.get(id).await.unwrap();
+    let record = record.expect("the killed holder's claim is still there");
+    assert_eq!(record.state, RecordState::InProgress);
+    assert_eq!(
+        record.status(now),
+        Status::InProgress,
+        "within the lease it is in progress"
+    );
+
+    let executor = Executor::new(store.clone());
+    let context = CallContext::new().tenant(tenant);
+    let fast = Tool::new(
+        "charge_card",
+        Policy::new(KeyStrategy::Explicit)
+            .with_lease(Duration::from_secs(2))
+            .with_on_cache_hit(RetryBehavior::FailFast),
+    )
+    .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let body = |ran: Arc<AtomicUsize>| {
+        move |_| async move {
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::io::Error>(())
+        }
+    };
+    let fail_fast_kind = || async {
+        let result = executor
+            .call(&fast, &context, KeyInput::Explicit(key), body(ran.clone()))
+            .await;
+        result.unwrap_err().idempotency().map(|e| e.kind())
+    };
+    assert_eq!(fail_fast_kind().await, Some(ErrorKind::FailFast));
+    let started = Instant::now();
+    let charge = tool("charge_card", Duration::from_secs(2));
+    let late = executor
+        .call(
+            &charge,
+            &context,
+            KeyInput::Explicit(key),
+            body(ran.clone()),
+        )
+        .await;
+    let error = late.unwrap_err();
+    assert_eq!(
+        error.idempotency().map(|e| e.kind()),
+        Some(ErrorKind::Indeterminate),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let (record, now) = store.get(id).await.unwrap();
+    assert_eq!(record.unwrap().status(now), Status::Abandoned);
+    assert_eq!(fail_fast_kind().await, Some(ErrorKind::Indeterminate));
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran again");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Many records, and contention.
+
+/// Claims `tasks * per_task` fresh random keys for `tenant` from `tasks` concurrent tasks, with
+/// this `(lease_ms, ttl_ms)`.
+pub async fn claim_many(
+    store: Arc<dyn Store>,
+    scope: &'static str,
+    tenant: &str,
+    tasks: usize,
+    per_task: usize,
+    (lease_ms, ttl_ms): (u64, u64),
+) {
+    let mut running = Vec::new();
+    for _ in 0..tasks {
+        let (store, tenant) = (store.clone(), tenant.to_owned());
+        running.push(tokio::spawn(async move {
+            for _ in 0..per_task {
+                let key = idemkit::testing::random_key();
+                let id = RecordId {
+                    tenant: Some(&tenant),
+                    key: &key,
+                };
+                let request = claim_request(id, scope, Token::random(), lease_ms, ttl_ms);
+                store.claim(&request).await.unwrap();
+            }
+        }));
+    }
+    for task in running {
+        task.await.unwrap();
+    }
+}
+
+/// 64 claimers started together on `key` for `tenant` (replacing a failure when
+/// `retry_failure`): exactly one acquires, everyone else sees the winner's claim, and the stored
+/// record carries the winner's token. Returns the winner and the tokens the others saw.
+pub async fn race_64_claimers(
+    store: &Arc<dyn Store>,
+    scope: &'static str,
+    tenant: &str,
+    key: &idemkit::Key,
+    retry_failure: bool,
+    round: usize,
+) -> (Token, Vec<Token>) {
+    let start = Arc::new(tokio::sync::Barrier::new(64));
+    let mut tasks = Vec::new();
+    for _ in 0..64 {
+        let (store, start, tenant, key) = (store.clone(), start.clone(), tenant.to_owned(), *key);
+        tasks.push(tokio::spawn(async move {
+            start.wait().await;
+            let id = RecordId {
+                tenant: Some(&tenant),
+                key: &key,
+            };
+            let token = Token::random();
+            let mut r = claim_request(id, scope, token, 60_000, 60_000);
+            r.retry_failure = retry_failure;
+            (token, store.claim(&r).await.unwrap().claim)
+        }));
+    }
+    let mut winners = Vec::new();
+    let mut holders = Vec::new();
+    for t in tasks {
+        match t.await.unwrap() {
+            (token, Claim::Acquired { .. }) => winners.push(token),
+            (_, Claim::InProgress(r)) => holders.push(r.token),
+            (_, other) => panic!("round {round}: unexpected {other:?}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+    assert!(
+        holders.iter().all(|h| *h == winners[0]),
+        "round {round}: everyone sees the winner"
+    );
+    let id = RecordId {
+        tenant: Some(tenant),
+        key,
+    };
+    let (record, _) = store.get(id).await.unwrap();
+    assert_eq!(record.unwrap().token, winners[0]);
+    (winners[0], holders)
+}
