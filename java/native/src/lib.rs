@@ -1,9 +1,38 @@
-//! The JNI entry points of idemkit's Java binding (`dev.idemkit`), and nothing else.
+//! The JNI entry points of idemkit's Java binding (`dev.idemkit`), and one Rust function,
+//! [`executor_of`], that hands a Java store to Rust code in the same process.
 //!
-//! Every export is one call through [`boundary::entry`], which catches panics and maps
-//! `idemkit::Error` kinds to Java exceptions; the work lives in [`ops`]. Handles are `jlong`s
-//! from `Arc`/`Box::into_raw` ([`handles`]). No export blocks for more than about 100 ms: a wait
+//! Every export is one call through `boundary::entry`, which catches panics and maps
+//! `idemkit::Error` kinds to Java exceptions; the work lives in `ops`. Handles are `jlong`s
+//! from `Arc`/`Box::into_raw` (`handles`). No export blocks for more than about 100 ms: a wait
 //! for another caller's claim answers "pending" and Java loops.
+//!
+//! # Sharing a store with Rust code in the same process
+//!
+//! One public Rust function, [`executor_of`], turns the handle of an open Java store
+//! (`NativeIdempotencyStore.nativeHandle()`, passed down through a native method of your own) into
+//! an [`idemkit::Executor`] over the same store and the same event counts. Rust calls through it
+//! deduplicate against the Java dispatchers on that store, and the other way round, with the same
+//! tool name, policy, tenant and run.
+//!
+//! This works only when the JNI exports and your Rust code are **one library with one copy of the
+//! core**: build your own `cdylib` that depends on this crate (it is also an `rlib`), declare your
+//! native methods in it, and load that library instead of the bundled one
+//! (`-Didemkit.native.path=/path/to/libyourapp.so`; this crate's `Java_dev_idemkit_*` exports
+//! come with it). A handle passed to a second, separately built library that links its own copy
+//! of `idemkit` points at types that library does not share: never do that.
+//!
+//! ```toml
+//! [lib]
+//! crate-type = ["cdylib"]
+//!
+//! [dependencies]
+//! idemkit-jni = { path = "path/to/idemkit/java/native" }
+//! idemkit = { path = "path/to/idemkit" }   # the same core the binding uses
+//! jni = "0.22"
+//! ```
+//!
+//! Stores opened by URL (Redis, PostgreSQL) need no such sharing: a Rust process that opens the
+//! same URL deduplicates against Java through the store itself.
 
 mod boundary;
 mod handles;
@@ -14,6 +43,24 @@ use jni::sys::{jboolean, jint, jlong};
 use jni::EnvUnowned;
 
 use boundary::entry;
+
+/// The executor over the Java store behind `handle`: a clone that shares the store and its event
+/// counts, and stays valid after the Java store is closed or collected (it holds its own `Arc`;
+/// closing the Java store only drops Java's reference). `None` for handle 0.
+///
+/// # Safety
+///
+/// `handle` must be 0 or the value of `NativeIdempotencyStore.nativeHandle()` of a store that is
+/// open for the whole of this call, in this process and this library (see the crate doc): the
+/// Java caller keeps the store reachable and does not close it until the native method that calls
+/// this has returned (`Reference.reachabilityFence(store)` after the call, as every entry point of
+/// the binding does). Any other value, or the handle of a store already closed, is undefined
+/// behaviour. The returned executor itself has no such condition.
+pub unsafe fn executor_of(handle: jlong) -> Option<idemkit::Executor> {
+    handles::store(handle)
+        .ok()
+        .map(|store| store.executor.clone())
+}
 
 #[no_mangle]
 pub extern "system" fn Java_dev_idemkit_NativeBridge_storeOpen<'l>(
@@ -210,6 +257,25 @@ pub extern "system" fn Java_dev_idemkit_NativeTestSupport_throwKind<'l>(
     code: jint,
 ) {
     entry(&mut env, |_| ops::provoke_kind(code))
+}
+
+/// Test support: a Rust `Executor::call` on the Java store `store` (through [`executor_of`], as a
+/// Rust application would), whose body returns the JSON `result`. Answers
+/// `{"ran":<body runs>,"result":<the call's result>}`.
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeTestSupport_rustCall<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+    tool: JString<'l>,
+    tenant: JString<'l>,
+    run: JString<'l>,
+    input: JString<'l>,
+    result: JString<'l>,
+) -> JString<'l> {
+    entry(&mut env, |env| {
+        ops::rust_call(env, store, &tool, &tenant, &run, &input, &result)
+    })
 }
 
 #[no_mangle]

@@ -581,6 +581,51 @@ pub(crate) fn provoke_kind(code: jint) -> Result<()> {
     Err(Failure::Idemkit(error))
 }
 
+/// Test support: one `Executor::call` by Rust code on a Java store, through the public
+/// [`crate::executor_of`]; the body returns `result` (JSON text) and counts its runs.
+pub(crate) fn rust_call<'l>(
+    env: &mut Env<'l>,
+    store: jlong,
+    tool: &JString<'_>,
+    tenant: &JString<'_>,
+    run: &JString<'_>,
+    input: &JString<'_>,
+    result: &JString<'_>,
+) -> Result<JString<'l>> {
+    // SAFETY: the Java caller holds the store open across this call (`NativeTestSupport`).
+    let executor =
+        unsafe { crate::executor_of(store) }.ok_or(Failure::NullHandle("the idempotency store"))?;
+    let tool = Tool::new(
+        string(env, tool)?.unwrap_or_default(),
+        Policy::new(KeyStrategy::HashInput),
+    )?;
+    let context = CallContext {
+        tenant: string(env, tenant)?,
+        run: string(env, run)?,
+    };
+    let input = string(env, input)?.unwrap_or_else(|| "null".to_owned());
+    let result = string(env, result)?.unwrap_or_else(|| "null".to_owned());
+    let result: serde_json::Value = serde_json::from_str(&result)
+        .map_err(|e| Failure::IllegalArgument(format!("result is not JSON: {e}")))?;
+    let ran = std::sync::atomic::AtomicU64::new(0);
+    let answer = idemkit::runtime::block_on(executor.call(
+        &tool,
+        &context,
+        KeyInput::Json(&input),
+        |_| async {
+            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok::<_, String>(result)
+        },
+    ));
+    let value: serde_json::Value = match answer {
+        Ok(value) => value,
+        Err(idemkit::CallError::Idempotency(e)) => return Err(Failure::Idemkit(e)),
+        Err(idemkit::CallError::Body(e)) => return Err(Failure::IllegalArgument(e)),
+    };
+    let reply = serde_json::json!({ "ran": ran.into_inner(), "result": value });
+    Ok(JString::from_str(env, reply.to_string())?)
+}
+
 /// `PostgresIdempotencyStore.createTableIfMissing()`: the core's DDL for this table.
 #[cfg(feature = "postgres")]
 pub(crate) fn postgres_create_table(

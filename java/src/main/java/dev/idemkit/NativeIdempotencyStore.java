@@ -75,6 +75,29 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
         }
     }
 
+    /**
+     * The native store's handle, for passing to Rust code in the same process through a native
+     * method of your own (whose library depends on the {@code idemkit-jni} crate and calls its
+     * {@code executor_of}; see "Sharing a store with Rust code in the same process" in the README).
+     *
+     * <p>The value is valid only while this store is open: keep the store reachable and do not close
+     * it until that native method has returned, for example
+     * {@code try { myNative(store.nativeHandle()); } finally { Reference.reachabilityFence(store); }}.
+     * What Rust makes of it (an executor holding its own reference) stays valid after that. It is
+     * not meaningful in another process or to another copy of the native library.
+     *
+     * @throws IllegalStateException if the store is closed
+     */
+    public long nativeHandle() {
+        long h = handle.acquire();
+        try {
+            return h;
+        } finally {
+            handle.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
     /** Whether {@link #close()} was called. */
     public boolean isClosed() {
         return handle.isClosed();
