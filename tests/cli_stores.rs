@@ -65,6 +65,21 @@ fn idemkit(args: &[&str], stdin: Option<&str>) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// `idemkit resolve` of `key` in `tenant`, with the settling flags in `how`.
+fn resolve(url: &str, key: &str, tenant: &str, how: &[&str]) -> Output {
+    let mut args = vec!["resolve", "--store", url, "--key", key, "--tenant", tenant];
+    args.extend_from_slice(how);
+    idemkit(&args, None)
+}
+
+/// Drops the test tenant's records.
+fn forget(url: &str, tenant: &str) {
+    ok(&idemkit(
+        &["forget", "--store", url, "--tenant", tenant, "--yes"],
+        None,
+    ));
+}
+
 fn ok(o: &Output) -> String {
     assert!(
         o.status.success(),
@@ -191,44 +206,21 @@ fn an_abandoned_record_is_listed_resolved_with_a_success_and_the_next_call_gets_
                 ErrorKind::Indeterminate
             );
 
-            ok(&idemkit(
-                &[
-                    "resolve",
-                    "--store",
-                    &url,
-                    "--key",
-                    &key,
-                    "--tenant",
-                    &tenant,
-                    "--complete-success",
-                    r#"{"charge":"ch_resolved"}"#,
-                ],
-                None,
+            ok(&resolve(
+                &url,
+                &key,
+                &tenant,
+                &["--complete-success", r#"{"charge":"ch_resolved"}"#],
             ));
             let after = charge(&exec, &tenant, &runs).await.unwrap();
             assert_eq!(after, serde_json::json!({"charge": "ch_resolved"}));
             assert_eq!(runs.load(Ordering::SeqCst), 0, "the body never ran");
         });
         // A completed record is never overridden.
-        let refused = idemkit(
-            &[
-                "resolve",
-                "--store",
-                &url,
-                "--key",
-                &key,
-                "--tenant",
-                &tenant,
-                "--release",
-            ],
-            None,
-        );
+        let refused = resolve(&url, &key, &tenant, &["--release"]);
         assert_eq!(refused.status.code(), Some(1));
         assert!(String::from_utf8_lossy(&refused.stderr).contains("completed"));
-        ok(&idemkit(
-            &["forget", "--store", &url, "--tenant", &tenant, "--yes"],
-            None,
-        ));
+        forget(&url, &tenant);
     }
 }
 
@@ -238,37 +230,13 @@ fn an_abandoned_record_released_lets_the_next_call_run_the_body() {
         let tenant = tenant();
         let key = kill_a_claim_holder(&url, &tenant);
         // In progress (lease not over): resolve refuses without --force.
-        let early = idemkit(
-            &[
-                "resolve",
-                "--store",
-                &url,
-                "--key",
-                &key,
-                "--tenant",
-                &tenant,
-                "--release",
-            ],
-            None,
-        );
+        let early = resolve(&url, &key, &tenant, &["--release"]);
         if early.status.success() {
             panic!("resolved a live claim without --force");
         }
         assert!(String::from_utf8_lossy(&early.stderr).contains("--force"));
         std::thread::sleep(Duration::from_millis(1300));
-        ok(&idemkit(
-            &[
-                "resolve",
-                "--store",
-                &url,
-                "--key",
-                &key,
-                "--tenant",
-                &tenant,
-                "--release",
-            ],
-            None,
-        ));
+        ok(&resolve(&url, &key, &tenant, &["--release"]));
         idemkit::runtime::block_on(async {
             let exec = Executor::new(open(&url).await);
             let runs = AtomicUsize::new(0);
@@ -278,10 +246,7 @@ fn an_abandoned_record_released_lets_the_next_call_run_the_body() {
             );
             assert_eq!(runs.load(Ordering::SeqCst), 1);
         });
-        ok(&idemkit(
-            &["forget", "--store", &url, "--tenant", &tenant, "--yes"],
-            None,
-        ));
+        forget(&url, &tenant);
     }
 }
 
@@ -290,20 +255,7 @@ fn force_settles_an_in_progress_record() {
     for (_, url) in urls() {
         let tenant = tenant();
         let key = kill_a_claim_holder(&url, &tenant);
-        ok(&idemkit(
-            &[
-                "resolve",
-                "--store",
-                &url,
-                "--key",
-                &key,
-                "--tenant",
-                &tenant,
-                "--release",
-                "--force",
-            ],
-            None,
-        ));
+        ok(&resolve(&url, &key, &tenant, &["--release", "--force"]));
         let gone = ok(&idemkit(
             &[
                 "inspect", "--store", &url, "--key", &key, "--tenant", &tenant,
@@ -311,10 +263,7 @@ fn force_settles_an_in_progress_record() {
             None,
         ));
         assert!(gone.starts_with("no record"), "{gone}");
-        ok(&idemkit(
-            &["forget", "--store", &url, "--tenant", &tenant, "--yes"],
-            None,
-        ));
+        forget(&url, &tenant);
     }
 }
 

@@ -74,6 +74,23 @@ async fn claim(
         .unwrap_or_else(|e| panic!("{}: claim failed: {e}", name(store)))
 }
 
+/// Leaves a completed record with `outcome` at `id`, kept for `ttl_ms` (a fresh owner claims and
+/// completes it).
+async fn remember(store: &Arc<dyn Store>, id: RecordId<'_>, outcome: &Outcome, ttl_ms: u64) {
+    let token = Token::random();
+    claim(store, id, token, LONG_MS, ttl_ms).await;
+    let done = store
+        .complete(id, token, outcome, ttl_ms)
+        .await
+        .unwrap_or_else(|e| panic!("{}: complete failed: {e}", name(store)));
+    assert_eq!(
+        done,
+        Completion::Recorded,
+        "{}: owner's complete",
+        name(store)
+    );
+}
+
 fn success(json: &str) -> Outcome {
     Outcome::success(json).expect("valid JSON")
 }
@@ -185,12 +202,7 @@ pub async fn concurrent_takeovers_of_an_expired_record_have_exactly_one_winner(
             tenant: Some(&tenant),
             key: &key,
         };
-        let token = Token::random();
-        claim(&store, id, token, LONG_MS, SHORT_TTL_MS).await;
-        store
-            .complete(id, token, &success("1"), SHORT_TTL_MS)
-            .await
-            .unwrap();
+        remember(&store, id, &success("1"), SHORT_TTL_MS).await;
     }
     tokio::time::sleep(Duration::from_millis(SHORT_TTL_MS + 150)).await;
     let winners = race(&store, &key, &tenant, false).await;
@@ -212,10 +224,8 @@ pub async fn concurrent_retries_of_a_failure_have_exactly_one_winner(store: Arc<
             tenant: Some(&tenant),
             key: &key,
         };
-        let token = Token::random();
-        claim(&store, id, token, LONG_MS, LONG_MS).await;
         let failure = Outcome::Failure(Failure::new("Timeout", "upstream timed out"));
-        store.complete(id, token, &failure, LONG_MS).await.unwrap();
+        remember(&store, id, &failure, LONG_MS).await;
     }
     let winners = race(&store, &key, &tenant, true).await;
     assert_eq!(
@@ -425,10 +435,8 @@ pub async fn failure_is_replaced_only_when_asked(store: Arc<dyn Store>) {
         tenant: None,
         key: &key,
     };
-    let token = Token::random();
     let failure = Outcome::Failure(Failure::new("SmtpError", "mailbox full"));
-    claim(&store, id, token, LONG_MS, LONG_MS).await;
-    store.complete(id, token, &failure, LONG_MS).await.unwrap();
+    remember(&store, id, &failure, LONG_MS).await;
     let plain = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
     match plain.claim {
         Claim::Completed(r) => assert_eq!(r.outcome, Some(failure.clone())),
@@ -519,12 +527,7 @@ pub async fn expired_records_are_invisible_and_free(store: Arc<dyn Store>) {
         tenant: None,
         key: &key,
     };
-    let token = Token::random();
-    claim(&store, id, token, LONG_MS, SHORT_TTL_MS).await;
-    store
-        .complete(id, token, &success("1"), SHORT_TTL_MS)
-        .await
-        .unwrap();
+    remember(&store, id, &success("1"), SHORT_TTL_MS).await;
     assert!(store.get(id).await.unwrap().0.is_some());
     tokio::time::sleep(Duration::from_millis(SHORT_TTL_MS + 150)).await;
     assert_eq!(
@@ -611,12 +614,7 @@ pub async fn forget_removes_one_tenant_only(store: Arc<dyn Store>) {
                 tenant: Some(tenant),
                 key,
             };
-            let token = Token::random();
-            claim(&store, id, token, LONG_MS, LONG_MS).await;
-            store
-                .complete(id, token, &success("1"), LONG_MS)
-                .await
-                .unwrap();
+            remember(&store, id, &success("1"), LONG_MS).await;
         }
     }
     assert_eq!(
@@ -664,9 +662,7 @@ pub async fn purge_expired_removes_expired_records(store: Arc<dyn Store>) {
             tenant: Some(&tenant),
             key,
         };
-        let token = Token::random();
-        claim(&store, id, token, LONG_MS, ttl).await;
-        store.complete(id, token, &success("1"), ttl).await.unwrap();
+        remember(&store, id, &success("1"), ttl).await;
     }
     tokio::time::sleep(Duration::from_millis(SHORT_TTL_MS + 150)).await;
     store.purge_expired().await.unwrap();
