@@ -376,3 +376,21 @@ pub async fn race_64_claimers(
     assert_eq!(record.unwrap().token, winners[0]);
     (winners[0], holders)
 }
+
+/// Awaits `call` and asserts it failed with the store-unavailable error within `within` (a
+/// store outage must fail calls promptly and never read as permission to run).
+#[allow(dead_code)]
+pub async fn assert_unavailable_within<T: std::fmt::Debug, E: std::fmt::Debug>(
+    call: impl std::future::Future<Output = Result<T, idemkit::CallError<E>>>,
+    within: Duration,
+) {
+    let started = Instant::now();
+    match call.await {
+        Err(idemkit::CallError::Idempotency(e)) => {
+            assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{e}")
+        }
+        other => panic!("expected store-unavailable, got {other:?}"),
+    }
+    let took = started.elapsed();
+    assert!(took < within, "failing took {took:?}");
+}
