@@ -828,6 +828,9 @@ impl Store for Unreliable {
     ) -> Result<Resolved, StoreError> {
         self.inner.resolve(id, t, r).await
     }
+    async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {
+        self.inner.delete(id).await
+    }
     async fn forget(&self, t: Option<&str>) -> Result<u64, StoreError> {
         self.inner.forget(t).await
     }

@@ -410,6 +410,12 @@ impl Store for MemoryStore {
         Ok(Resolved::Done)
     }
 
+    async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {
+        let now = self.clock.now_ms();
+        let mut shard = self.shard(id.key);
+        Ok(shard.live(id, now).is_some() && shard.remove(id).is_some())
+    }
+
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
         let mut removed = 0;
         for shard in self.shards.iter() {

@@ -165,6 +165,10 @@ pub trait Store: Send + Sync + 'static {
         resolution: &Resolution,
     ) -> Result<Resolved, StoreError>;
 
+    /// Deletes the record `id`, whatever its state (operators); answers whether there was a live
+    /// one. Every other record, of this key under another tenant too, is left alone.
+    async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError>;
+
     /// Deletes every record of `tenant` (`None`: the records without a tenant); answers how many.
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError>;
 

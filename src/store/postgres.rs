@@ -946,6 +946,28 @@ impl Store for PostgresStore {
         )))
     }
 
+    async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {
+        // An operator's rare action: one DELETE, not prepared with the hot statements. It
+        // answers whether the row it removed was live.
+        let sql = format!(
+            "DELETE FROM {} WHERE tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END)
+  AND key = $2::text
+RETURNING expires_at > date_trunc('milliseconds', clock_timestamp())",
+            self.table
+        );
+        let key = id.key.hex();
+        let row = self
+            .run(true, |s| {
+                let (sql, key) = (&sql, &key);
+                async move { s.client.query_opt(sql.as_str(), &[&id.tenant, key]).await }
+            })
+            .await?;
+        match row {
+            Some(row) => row.try_get::<_, bool>(0).map_err(corrupt),
+            None => Ok(false),
+        }
+    }
+
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
         let mut removed = 0u64;
         loop {

@@ -1221,6 +1221,19 @@ impl Store for RedisStore {
         }
     }
 
+    async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {
+        // One key, one DEL: Redis expires a record itself at `expires_at`, so a present key is a
+        // live record.
+        let key = self.record_key(id);
+        let deleted: i64 = self
+            .run(|mut c| {
+                let command = redis::cmd("DEL").arg(&key).clone();
+                async move { command.query_async(&mut c).await }
+            })
+            .await?;
+        Ok(deleted == 1)
+    }
+
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
         let pattern = format!("{}{}:*", glob_escape(&self.prefix), tenant_segment(tenant));
         let mut removed = 0u64;

@@ -116,6 +116,7 @@ where
     expired_records_are_invisible_and_free(make_store().await).await;
     tenants_are_separate(make_store().await).await;
     forget_removes_one_tenant_only(make_store().await).await;
+    delete_removes_exactly_one_record(make_store().await).await;
     purge_expired_removes_expired_records(make_store().await).await;
     record_fields_are_kept(make_store().await).await;
     resolve_settles_only_unfinished_records_with_the_expected_token(make_store().await).await;
@@ -650,6 +651,80 @@ pub async fn forget_removes_one_tenant_only(store: Arc<dyn Store>) {
         );
     }
     assert_eq!(store.forget(Some(&kept)).await.unwrap(), 5);
+}
+
+/// `delete(id)` removes that record whatever its state, answers whether there was a live one,
+/// and leaves the same key under another tenant and the tenant's other keys alone.
+pub async fn delete_removes_exactly_one_record(store: Arc<dyn Store>) {
+    let (tenant, other) = (random_tenant(), random_tenant());
+    let (key, sibling) = (random_key(), random_key());
+    let id = RecordId {
+        tenant: Some(&tenant),
+        key: &key,
+    };
+    let same_key_other_tenant = RecordId {
+        tenant: Some(&other),
+        key: &key,
+    };
+    let sibling_id = RecordId {
+        tenant: Some(&tenant),
+        key: &sibling,
+    };
+    remember(&store, id, &success("1"), LONG_MS).await;
+    remember(&store, sibling_id, &success("2"), LONG_MS).await;
+    let holder = Token::random();
+    claim(&store, same_key_other_tenant, holder, LONG_MS, LONG_MS).await;
+
+    assert!(
+        store.delete(id).await.unwrap(),
+        "{}: delete of a completed record",
+        name(&store)
+    );
+    assert_eq!(store.get(id).await.unwrap().0, None, "{}", name(&store));
+    assert!(
+        !store.delete(id).await.unwrap(),
+        "{}: a second delete found a record",
+        name(&store)
+    );
+    let kept = store.get(same_key_other_tenant).await.unwrap().0;
+    assert_eq!(
+        kept.map(|r| r.token),
+        Some(holder),
+        "{}: the key's record under another tenant changed",
+        name(&store)
+    );
+    assert!(
+        store.get(sibling_id).await.unwrap().0.is_some(),
+        "{}: the tenant's other record was deleted",
+        name(&store)
+    );
+
+    // An in-progress record too: its key is free afterwards.
+    assert!(store.delete(same_key_other_tenant).await.unwrap());
+    let reply = claim(&store, same_key_other_tenant, Token::random(), LONG_MS, LONG_MS).await;
+    assert!(
+        matches!(reply.claim, Claim::Acquired { .. }),
+        "{}: {:?}",
+        name(&store),
+        reply.claim
+    );
+
+    // An expired record is not there to delete.
+    let expiring = random_key();
+    let expiring_id = RecordId {
+        tenant: Some(&tenant),
+        key: &expiring,
+    };
+    remember(&store, expiring_id, &success("3"), SHORT_TTL_MS).await;
+    tokio::time::sleep(Duration::from_millis(SHORT_TTL_MS + 150)).await;
+    assert!(
+        !store.delete(expiring_id).await.unwrap(),
+        "{}: delete found an expired record",
+        name(&store)
+    );
+
+    assert!(store.delete(same_key_other_tenant).await.unwrap());
+    assert!(store.delete(sibling_id).await.unwrap());
 }
 
 /// `purge_expired` deletes expired records and keeps live ones.
