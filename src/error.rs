@@ -112,8 +112,13 @@ pub enum Error {
         key: String,
         waited_ms: u64,
     },
-    #[error("`{tool}` has an indeterminate outcome under key {key}: a call claimed it and its lease ended without an outcome, so the effect may or may not have happened; nothing was run. Resolve the record (idemkit resolve --key {key}) or wait for it to expire")]
-    Indeterminate { tool: String, key: String },
+    #[error("`{tool}` has an indeterminate outcome under key {key}: a call claimed it and its lease ended without an outcome, so the effect may or may not have happened; nothing was run. Resolve the record (idemkit resolve --key {key}{}) or wait for it to expire", tenant_flag(.tenant.as_deref()))]
+    Indeterminate {
+        tool: String,
+        key: String,
+        /// The call's tenant (records are tenant-scoped, so the operator command names it).
+        tenant: Option<String>,
+    },
     #[error("idempotency store unavailable for `{tool}`: {message}; nothing was run")]
     StoreUnavailable { tool: String, message: String },
     #[error("`{tool}` completed under key {key} but its result ({bytes} bytes) was larger than the store keeps, so it cannot be replayed; nothing was run")]
@@ -165,6 +170,71 @@ impl Error {
     pub(crate) fn config(message: impl Into<String>) -> Error {
         Error::Configuration(message.into())
     }
+}
+
+/// ` --tenant '<tenant>'` for an operator command about a record of `tenant`, or nothing.
+fn tenant_flag(tenant: Option<&str>) -> String {
+    tenant
+        .map(|t| format!(" --tenant {}", shell_word(t)))
+        .unwrap_or_default()
+}
+
+/// Whether `c` must not reach a terminal raw: control characters (C0, DEL, C1), which can move
+/// the cursor, end a line or start an escape sequence, and the bidirectional formatting and
+/// line-separator characters, which can make text read differently from what it is.
+pub fn is_unsafe_to_show(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `text` for a human-readable line: every character [`is_unsafe_to_show`] and the backslash
+/// escaped as in a Rust string literal (`\n`, `\u{1b}`, `\\`), so a stored text can neither
+/// drive the terminal nor fake a line of output. Other text is unchanged.
+pub fn escape_for_display(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c == '\\' || is_unsafe_to_show(c)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if is_unsafe_to_show(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `text` as one word of a shell command an operator may paste: in single quotes, so nothing in
+/// it is expanded (a `'` inside becomes `'\''`). Text with a character [`is_unsafe_to_show`] is
+/// written as `$'...'` instead, with those characters' UTF-8 bytes as `\xHH` escapes (bash, zsh,
+/// ksh), so the command shows no raw control character and still gives back the exact text.
+pub fn shell_word(text: &str) -> String {
+    if !text.chars().any(is_unsafe_to_show) {
+        return format!("'{}'", text.replace('\'', "'\\''"));
+    }
+    let mut out = String::from("$'");
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            c if is_unsafe_to_show(c) => {
+                let mut bytes = [0u8; 4];
+                for b in c.encode_utf8(&mut bytes).bytes() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// A store failure: the server is unreachable, timed out or answered an error.

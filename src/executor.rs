@@ -441,6 +441,7 @@ impl Executor {
                     return Err(Error::Indeterminate {
                         tool: tool.name().to_owned(),
                         key: key.hex(),
+                        tenant: attempt.tenant.clone(),
                     });
                 }
                 Claim::InProgress(record) => {

@@ -3,6 +3,9 @@
 
 use std::process::{Command, Output};
 
+use idemkit::store::{ClaimRequest, RecordId};
+use idemkit::{CallContext, ErrorKind, Executor, KeyInput, MemoryStore, Policy, Store, Token, Tool};
+
 fn idemkit(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_idemkit"))
         .args(args)
@@ -137,4 +140,109 @@ fn the_readme_shows_the_current_help_of_every_command() {
             args.join(" ")
         );
     }
+}
+
+/// Runs `printf %s <word>` in bash and answers what it printed, and whether a file that a
+/// command substitution in `word` would create was created.
+fn through_bash(word: &str) -> Vec<u8> {
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!("printf %s {word}"))
+        .output()
+        .expect("bash runs");
+    assert!(o.status.success(), "{word}: {}", stderr(&o));
+    o.stdout
+}
+
+/// Text that a terminal must never get raw: control characters (but the line end), and the
+/// bidirectional formatting characters.
+fn raw_control(text: &str) -> Option<char> {
+    text.chars().find(|&c| {
+        (c.is_control() && c != '\n')
+            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+#[test]
+fn shell_words_give_back_the_exact_text_and_expand_nothing() {
+    let dir = std::env::temp_dir().join(format!("idemkit-shell-{}", &Token::random().hex()[..8]));
+    let marker = dir.join("expanded");
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = marker.display();
+    for text in [
+        "acme".to_owned(),
+        String::new(),
+        "it's".to_owned(),
+        format!("$(touch {m})"),
+        format!("`touch {m}`; touch {m}"),
+        "a\\b \"c\" $HOME !x *".to_owned(),
+        format!("x\u{1b}]0;title\u{7}'$(touch {m})\r\nkey: fake"),
+        "\u{9b}31m\u{202e}é\u{7f}\t".to_owned(),
+    ] {
+        let word = idemkit::error::shell_word(&text);
+        assert_eq!(raw_control(&word), None, "{word:?}");
+        assert_eq!(through_bash(&word), text.as_bytes(), "{text:?} as {word}");
+        assert!(!marker.exists(), "{word} was expanded");
+    }
+    assert_eq!(idemkit::error::shell_word("it's"), r"'it'\''s'");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_indeterminate_error_suggests_a_resolve_command_with_the_tenant() {
+    idemkit::runtime::block_on(async {
+        let store = std::sync::Arc::new(MemoryStore::new());
+        let exec = Executor::new(store.clone());
+        let tool = Tool::new("charge_card", Policy::default()).unwrap();
+        let input = r#"{"card":"tok_visa"}"#;
+        for tenant in [Some("acme's shop"), None] {
+            let key = idemkit::key::derive_key(
+                &idemkit::key::KeyScope {
+                    scope: "charge_card",
+                    tenant,
+                    run: None,
+                },
+                KeyInput::Json(input),
+                &[],
+            )
+            .unwrap();
+            // A claim whose lease has ended without an outcome.
+            let claimed = store
+                .claim(&ClaimRequest {
+                    id: RecordId { tenant, key: &key },
+                    scope: "charge_card",
+                    token: Token::random(),
+                    lease_ms: 0,
+                    ttl_ms: 60_000,
+                    retry_failure: false,
+                })
+                .await
+                .unwrap();
+            assert!(matches!(
+                claimed.claim,
+                idemkit::store::Claim::Acquired { .. }
+            ));
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let mut context = CallContext::new();
+            if let Some(t) = tenant {
+                context = context.tenant(t);
+            }
+            let error = exec
+                .call(&tool, &context, KeyInput::Json(input), |_| async {
+                    Ok::<_, std::io::Error>(1)
+                })
+                .await
+                .unwrap_err();
+            let error = error.idempotency().unwrap();
+            assert_eq!(error.kind(), ErrorKind::Indeterminate);
+            let expected = match tenant {
+                Some(_) => format!(
+                    r"(idemkit resolve --key {} --tenant 'acme'\''s shop')",
+                    key.hex()
+                ),
+                None => format!("(idemkit resolve --key {})", key.hex()),
+            };
+            assert!(error.to_string().contains(&expected), "{error}");
+        }
+    });
 }

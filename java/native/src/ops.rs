@@ -561,7 +561,11 @@ pub(crate) fn provoke_kind(code: jint) -> Result<()> {
             key,
             waited_ms: 5,
         },
-        K::Indeterminate => Error::Indeterminate { tool, key },
+        K::Indeterminate => Error::Indeterminate {
+            tool,
+            key,
+            tenant: None,
+        },
         K::StoreUnavailable => Error::StoreUnavailable {
             tool,
             message: "connection refused".into(),
