@@ -701,7 +701,14 @@ pub async fn delete_removes_exactly_one_record(store: Arc<dyn Store>) {
 
     // An in-progress record too: its key is free afterwards.
     assert!(store.delete(same_key_other_tenant).await.unwrap());
-    let reply = claim(&store, same_key_other_tenant, Token::random(), LONG_MS, LONG_MS).await;
+    let reply = claim(
+        &store,
+        same_key_other_tenant,
+        Token::random(),
+        LONG_MS,
+        LONG_MS,
+    )
+    .await;
     assert!(
         matches!(reply.claim, Claim::Acquired { .. }),
         "{}: {:?}",
