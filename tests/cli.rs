@@ -4,13 +4,22 @@
 use std::process::{Command, Output};
 
 use idemkit::store::{ClaimRequest, RecordId};
-use idemkit::{CallContext, ErrorKind, Executor, KeyInput, MemoryStore, Policy, Store, Token, Tool};
+use idemkit::{
+    CallContext, ErrorKind, Executor, KeyInput, MemoryStore, Policy, Store, Token, Tool,
+};
 
 fn idemkit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_idemkit"))
-        .args(args)
-        .output()
-        .expect("the idemkit binary runs")
+    idemkit_with_store_env(args, None)
+}
+
+/// Runs `idemkit` with IDEMKIT_STORE set to `store`, or unset (whatever the test's environment).
+fn idemkit_with_store_env(args: &[&str], store: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_idemkit"));
+    command.args(args).env_remove("IDEMKIT_STORE");
+    if let Some(url) = store {
+        command.env("IDEMKIT_STORE", url);
+    }
+    command.output().expect("the idemkit binary runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -113,7 +122,7 @@ fn a_bad_store_url_names_the_url_without_its_password() {
 #[test]
 fn every_subcommand_has_help() {
     for sub in [
-        "key", "inspect", "list", "resolve", "purge", "forget", "stats",
+        "key", "inspect", "list", "resolve", "delete", "purge", "forget", "stats",
     ] {
         let o = idemkit(&[sub, "--help"]);
         assert!(o.status.success(), "{sub}");
@@ -126,7 +135,7 @@ fn the_readme_shows_the_current_help_of_every_command() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     for sub in [
-        "", "key", "inspect", "list", "resolve", "purge", "forget", "stats",
+        "", "key", "inspect", "list", "resolve", "delete", "purge", "forget", "stats",
     ] {
         let args: Vec<&str> = [sub, "--help"]
             .into_iter()
@@ -140,6 +149,57 @@ fn the_readme_shows_the_current_help_of_every_command() {
             args.join(" ")
         );
     }
+}
+
+#[test]
+fn the_store_url_is_read_from_idemkit_store_and_its_password_never_shown() {
+    let url = "mysql://admin:hunter2@127.0.0.1/db";
+    let o = idemkit_with_store_env(&["list"], Some(url));
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("mysql://admin:***@127.0.0.1/db"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+    // --store wins over the environment.
+    let o = idemkit_with_store_env(&["list", "--store", "nosuch://x"], Some(url));
+    assert!(stderr(&o).contains("nosuch://x"), "{}", stderr(&o));
+    // The help names the variable and never shows its value.
+    for args in [vec!["list", "--help"], vec!["--help"], vec!["delete", "-h"]] {
+        let o = idemkit_with_store_env(&args, Some(url));
+        assert!(o.status.success());
+        let help = stdout(&o);
+        assert!(help.contains("IDEMKIT_STORE"), "{args:?}: {help}");
+        assert!(!help.contains("hunter2"), "{args:?}: {help}");
+    }
+}
+
+#[test]
+fn inspect_of_a_missing_record_exits_1() {
+    let key = "16aaec1b968f0c9ed7997809bfdba63ad58b7ba07512bef2fc513f1cf96b8f63";
+    for tenant in [None, Some("acme")] {
+        let mut args = vec!["inspect", "--store", "memory:", "--key", key];
+        args.extend(tenant.map(|t| ["--tenant", t]).into_iter().flatten());
+        let o = idemkit(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(stdout(&o).is_empty());
+        let err = stderr(&o);
+        assert!(err.starts_with("idemkit: no record for key"), "{err}");
+        assert_eq!(err.contains("pass the call's --tenant"), tenant.is_none());
+        args.push("--json");
+        let o = idemkit(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(stdout(&o), "null\n");
+    }
+}
+
+#[test]
+fn delete_of_a_missing_record_exits_1_and_asks_nothing() {
+    let key = "16aaec1b968f0c9ed7997809bfdba63ad58b7ba07512bef2fc513f1cf96b8f63";
+    let o = idemkit(&["delete", "--store", "memory:", "--key", key]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("nothing to delete"), "{}", stderr(&o));
+    let o = idemkit(&["delete", "--store", "memory:", "--key", "abc"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--key"), "{}", stderr(&o));
 }
 
 /// Runs `printf %s <word>` in bash and answers what it printed, and whether a file that a
@@ -245,4 +305,14 @@ fn the_indeterminate_error_suggests_a_resolve_command_with_the_tenant() {
             assert!(error.to_string().contains(&expected), "{error}");
         }
     });
+}
+
+#[test]
+fn an_error_line_never_carries_a_raw_control_character() {
+    let o = idemkit(&["key", "--scope", "book\u{1b}[2J\r\nfake", "--input", "{bad"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(raw_control(&err), None, "{err:?}");
+    assert!(err.contains(r"book\u{1b}[2J\r\nfake"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
 }

@@ -9,8 +9,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use idemkit::store::StoreOptions;
-use idemkit::{CallContext, CallError, ErrorKind, Executor, KeyInput, Policy, Store, Token, Tool};
+use idemkit::key::{derive_key, Key, KeyScope};
+use idemkit::store::{ClaimRequest, RecordId, StoreOptions};
+use idemkit::{
+    CallContext, CallError, ErrorKind, Executor, Failure, KeyInput, Outcome, Policy, Store, Token,
+    Tool,
+};
 
 mod common;
 
@@ -49,8 +53,15 @@ fn urls() -> Vec<(&'static str, String)> {
 }
 
 fn idemkit(args: &[&str], stdin: Option<&str>) -> Output {
+    idemkit_in(args, stdin, &[])
+}
+
+/// `idemkit` with `env` set (IDEMKIT_STORE unset unless `env` sets it).
+fn idemkit_in(args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_idemkit"))
         .args(args)
+        .env_remove("IDEMKIT_STORE")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -256,13 +267,14 @@ fn force_settles_an_in_progress_record() {
         let tenant = tenant();
         let key = kill_a_claim_holder(&url, &tenant);
         ok(&resolve(&url, &key, &tenant, &["--release", "--force"]));
-        let gone = ok(&idemkit(
+        let gone = idemkit(
             &[
                 "inspect", "--store", &url, "--key", &key, "--tenant", &tenant,
             ],
             None,
-        ));
-        assert!(gone.starts_with("no record"), "{gone}");
+        );
+        assert_eq!(gone.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&gone.stderr).contains("no record"));
         forget(&url, &tenant);
     }
 }
@@ -340,4 +352,481 @@ fn an_unreachable_store_fails_with_a_message_naming_the_url_without_password() {
         err.contains("127.0.0.1:1") && !err.contains("hunter2"),
         "{err}"
     );
+}
+
+/// Leaves a record of `scope` under `tenant` at a fresh key (or at `key`): completed with
+/// `outcome`, or, without one, in progress with a `lease_ms` lease. Answers the key.
+async fn leave_record(
+    store: &Arc<dyn Store>,
+    tenant: &str,
+    key: Option<Key>,
+    scope: &str,
+    outcome: Option<Outcome>,
+    lease_ms: u64,
+) -> Key {
+    let key = key.unwrap_or_else(|| {
+        let scope = KeyScope {
+            scope: "cli_test",
+            tenant: None,
+            run: None,
+        };
+        derive_key(&scope, KeyInput::Explicit(&Token::random().hex()), &[]).unwrap()
+    });
+    let id = RecordId {
+        tenant: Some(tenant),
+        key: &key,
+    };
+    let token = Token::random();
+    let request = ClaimRequest {
+        id,
+        scope,
+        token,
+        lease_ms,
+        ttl_ms: 600_000,
+        retry_failure: false,
+    };
+    let reply = store.claim(&request).await.unwrap();
+    assert!(
+        matches!(reply.claim, idemkit::store::Claim::Acquired { .. }),
+        "{reply:?}"
+    );
+    if let Some(outcome) = outcome {
+        store.complete(id, token, &outcome, 600_000).await.unwrap();
+    }
+    key
+}
+
+/// A directory of its own and a file in it that a command substitution in a test tenant would
+/// create if a shell expanded it.
+fn marker() -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("idemkit-cli-{}", &Token::random().hex()[..8]));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("expanded");
+    (dir, marker)
+}
+
+/// The first character a terminal must never get raw (control characters but the line end,
+/// bidirectional formatting characters), if any.
+fn raw_control(text: &str) -> Option<char> {
+    text.chars().find(|&c| {
+        (c.is_control() && c != '\n')
+            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+/// Runs `command` in bash; the binary's path stands for a leading `idemkit`.
+fn bash(command: &str) -> Output {
+    let command = command.replacen(
+        "idemkit ",
+        &format!("{} ", env!("CARGO_BIN_EXE_idemkit")),
+        1,
+    );
+    Command::new("bash")
+        .arg("-c")
+        .arg(&command)
+        .env_remove("IDEMKIT_STORE")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn control_characters_from_records_are_escaped_and_the_suggested_command_pastes_safely() {
+    for (_, url) in urls() {
+        let (dir, marker) = marker();
+        let tenant = format!(
+            "{}\u{1b}]0;pwned\u{7}'$(touch {})\r\nkey: fake\u{202e}",
+            tenant(),
+            marker.display()
+        );
+        let scope = "charge\u{1b}[2J\u{9b}31m\rtool:       fake";
+        let (failed_key, abandoned_key) = idemkit::runtime::block_on(async {
+            let store = open(&url).await;
+            let failure = Outcome::Failure(Failure {
+                error_type: "Declined\u{1b}[31m".into(),
+                message: "no\r\nstate:      completed\u{7}".into(),
+            });
+            let failed = leave_record(&store, &tenant, None, scope, Some(failure), 600_000).await;
+            let abandoned = leave_record(&store, &tenant, None, scope, None, 200).await;
+            (failed.hex(), abandoned.hex())
+        });
+        std::thread::sleep(Duration::from_millis(400)); // the lease ends
+
+        let list = idemkit(&["list", "--store", &url, "--tenant", &tenant], None);
+        let inspect_failed = idemkit(
+            &[
+                "inspect",
+                "--store",
+                &url,
+                "--key",
+                &failed_key,
+                "--tenant",
+                &tenant,
+            ],
+            None,
+        );
+        let inspect_abandoned = idemkit(
+            &[
+                "inspect",
+                "--store",
+                &url,
+                "--key",
+                &abandoned_key,
+                "--tenant",
+                &tenant,
+            ],
+            None,
+        );
+        let forget_declined = idemkit(
+            &["forget", "--store", &url, "--tenant", &tenant],
+            Some("n\n"),
+        );
+        let delete_declined = idemkit(
+            &[
+                "delete",
+                "--store",
+                &url,
+                "--key",
+                &failed_key,
+                "--tenant",
+                &tenant,
+            ],
+            Some("n\n"),
+        );
+        for (what, o) in [
+            ("list", &list),
+            ("inspect", &inspect_failed),
+            ("inspect abandoned", &inspect_abandoned),
+            ("forget", &forget_declined),
+            ("delete", &delete_declined),
+        ] {
+            for text in [
+                String::from_utf8(o.stdout.clone()).unwrap(),
+                String::from_utf8(o.stderr.clone()).unwrap(),
+            ] {
+                assert_eq!(raw_control(&text), None, "{what}: {text:?}");
+            }
+        }
+        let listed = ok(&list);
+        assert!(
+            listed.contains(r"charge\u{1b}[2J\u{9b}31m\rtool:") && listed.contains("2 record(s)"),
+            "{listed}"
+        );
+        assert!(
+            listed.contains(r#"\u{1b}]0;pwned\u{7}'$(touch"#),
+            "{listed}"
+        );
+        let shown = ok(&inspect_failed);
+        assert!(
+            shown.contains(r"failure Declined\u{1b}[31m: no\r\nstate:      completed\u{7}"),
+            "{shown}"
+        );
+        assert_eq!(
+            shown.lines().filter(|l| l.starts_with("state:")).count(),
+            1,
+            "{shown}"
+        );
+        // JSON keeps the exact text (JSON escapes it).
+        let json = ok(&idemkit(
+            &[
+                "inspect",
+                "--store",
+                &url,
+                "--key",
+                &failed_key,
+                "--tenant",
+                &tenant,
+                "--json",
+            ],
+            None,
+        ));
+        let record: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+        assert_eq!(record["tenant"], tenant.as_str());
+        assert_eq!(record["scope"], scope);
+
+        // The suggested command, pasted into a shell, settles exactly this record.
+        let shown = ok(&inspect_abandoned);
+        let suggested = shown
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("idemkit resolve --store URL"))
+            .unwrap_or_else(|| panic!("{shown}"));
+        let pasted = suggested
+            .replace("--store URL", &format!("--store '{url}'"))
+            .replace(" --release | --complete-success JSON", " --release");
+        let resolved = bash(&pasted);
+        assert!(
+            !marker.exists(),
+            "the shell expanded the tenant: {suggested}"
+        );
+        assert!(
+            resolved.status.success(),
+            "{pasted}: {}",
+            String::from_utf8_lossy(&resolved.stderr)
+        );
+        assert!(String::from_utf8_lossy(&resolved.stdout).contains("released"));
+        ok(&idemkit(
+            &["forget", "--store", &url, "--tenant", &tenant, "--yes"],
+            None,
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn inspect_of_a_key_under_another_tenant_exits_1_and_the_store_may_come_from_the_environment() {
+    for (_, url) in urls() {
+        let (tenant, other) = (tenant(), tenant());
+        let key = idemkit::runtime::block_on(async {
+            let store = open(&url).await;
+            let done = Outcome::success("1").unwrap();
+            leave_record(&store, &tenant, None, "send_email", Some(done), 600_000).await
+        })
+        .hex();
+        for args in [
+            vec![
+                "inspect", "--store", &url, "--key", &key, "--tenant", &other,
+            ],
+            vec!["inspect", "--store", &url, "--key", &key],
+            vec!["inspect", "--store", &url, "--key", &key, "--json"],
+        ] {
+            let o = idemkit(&args, None);
+            assert_eq!(o.status.code(), Some(1), "{args:?}");
+            assert!(String::from_utf8_lossy(&o.stderr).contains("no record"));
+        }
+        // IDEMKIT_STORE instead of --store.
+        let env = [("IDEMKIT_STORE", url.as_str())];
+        let found = ok(&idemkit_in(
+            &["inspect", "--key", &key, "--tenant", &tenant],
+            None,
+            &env,
+        ));
+        assert!(found.contains("state:      completed"), "{found}");
+        let listed = ok(&idemkit_in(&["list", "--tenant", &tenant], None, &env));
+        assert!(listed.contains(&key), "{listed}");
+        forget(&url, &tenant);
+    }
+}
+
+#[test]
+fn the_indeterminate_error_names_the_tenant_and_its_resolve_command_works_when_pasted() {
+    for (_, url) in urls() {
+        let (dir, marker) = marker();
+        let tenant = format!("{} it's $(touch {})", tenant(), marker.display());
+        idemkit::runtime::block_on(async {
+            let store = open(&url).await;
+            let scope = KeyScope {
+                scope: "charge_card",
+                tenant: Some(&tenant),
+                run: None,
+            };
+            let key = derive_key(&scope, KeyInput::Json(INPUT), &[]).unwrap();
+            leave_record(&store, &tenant, Some(key), "charge_card", None, 200).await;
+            tokio::time::sleep(Duration::from_millis(400)).await; // the lease ends
+
+            let exec = Executor::new(store);
+            let runs = AtomicUsize::new(0);
+            let error = charge(&exec, &tenant, &runs).await.unwrap_err();
+            let error = error.idempotency().unwrap().to_string();
+            let start = error
+                .find("(idemkit resolve ")
+                .expect("a suggested command")
+                + 1;
+            let end = error.find(") or wait for it to expire").expect("its end");
+            let suggested = &error[start..end];
+            assert!(
+                suggested.starts_with(&format!("idemkit resolve --key {} --tenant '", key.hex())),
+                "{error}"
+            );
+            let pasted = suggested.replacen(
+                "idemkit resolve",
+                &format!("idemkit resolve --store '{url}'"),
+                1,
+            ) + " --release";
+            let resolved = bash(&pasted);
+            assert!(
+                !marker.exists(),
+                "the shell expanded the tenant: {suggested}"
+            );
+            assert!(
+                resolved.status.success(),
+                "{pasted}: {}",
+                String::from_utf8_lossy(&resolved.stderr)
+            );
+            assert_eq!(
+                charge(&exec, &tenant, &runs).await.unwrap(),
+                serde_json::json!({"charge": "ch_new"})
+            );
+            assert_eq!(runs.load(Ordering::SeqCst), 1);
+        });
+        forget(&url, &tenant);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Sends email `n` for `tenant` (counting the body's runs in `runs`).
+async fn send(exec: &Executor, tenant: &str, n: u32, runs: &AtomicUsize) -> u32 {
+    let tool = Tool::new("send_email", Policy::default()).unwrap();
+    let input = format!(r#"{{"n":{n}}}"#);
+    exec.call(
+        &tool,
+        &CallContext::new().tenant(tenant),
+        KeyInput::Json(&input),
+        |_| async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::io::Error>(n)
+        },
+    )
+    .await
+    .unwrap()
+}
+
+#[test]
+fn delete_asks_for_confirmation_and_removes_exactly_one_record() {
+    for (_, url) in urls() {
+        let (tenant, other) = (tenant(), tenant());
+        let runs = AtomicUsize::new(0);
+        let key_of = |tenant: &str, n: u32| {
+            let input = format!(r#"{{"n":{n}}}"#);
+            let scope = KeyScope {
+                scope: "send_email",
+                tenant: Some(tenant),
+                run: None,
+            };
+            derive_key(&scope, KeyInput::Json(&input), &[])
+                .unwrap()
+                .hex()
+        };
+        let in_progress = idemkit::runtime::block_on(async {
+            let store = open(&url).await;
+            let exec = Executor::new(store.clone());
+            send(&exec, &tenant, 0, &runs).await;
+            send(&exec, &tenant, 1, &runs).await;
+            send(&exec, &other, 0, &runs).await;
+            leave_record(&store, &tenant, None, "send_email", None, 600_000).await
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 3);
+        let (k0, k1, other_k0) = (key_of(&tenant, 0), key_of(&tenant, 1), key_of(&other, 0));
+        let inspect = |key: &str, tenant: &str| {
+            idemkit(
+                &["inspect", "--store", &url, "--key", key, "--tenant", tenant],
+                None,
+            )
+            .status
+            .code()
+        };
+        let delete = |key: &str, stdin: &str| {
+            idemkit(
+                &["delete", "--store", &url, "--key", key, "--tenant", &tenant],
+                Some(stdin),
+            )
+        };
+
+        let declined = delete(&k0, "n\n");
+        assert_eq!(declined.status.code(), Some(1));
+        let question = String::from_utf8_lossy(&declined.stderr);
+        assert!(
+            question.contains("delete the completed record of key")
+                && question.contains("send_email")
+                && question.contains("not confirmed"),
+            "{question}"
+        );
+        assert_eq!(inspect(&k0, &tenant), Some(0), "declined, yet deleted");
+
+        let deleted = ok(&delete(&k0, "y\n"));
+        assert!(
+            deleted.starts_with("deleted the record of key"),
+            "{deleted}"
+        );
+        assert_eq!(inspect(&k0, &tenant), Some(1), "still there");
+        assert_eq!(
+            inspect(&k1, &tenant),
+            Some(0),
+            "the tenant's other record went"
+        );
+        assert_eq!(inspect(&other_k0, &other), Some(0), "another tenant's went");
+        let again = delete(&k0, "y\n");
+        assert_eq!(again.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&again.stderr).contains("nothing to delete"));
+        // An in-progress record too, without a question.
+        ok(&idemkit(
+            &[
+                "delete",
+                "--store",
+                &url,
+                "--key",
+                &in_progress.hex(),
+                "--tenant",
+                &tenant,
+                "--yes",
+            ],
+            None,
+        ));
+        assert_eq!(inspect(&in_progress.hex(), &tenant), Some(1));
+
+        // The deleted call runs again; the others are still remembered.
+        idemkit::runtime::block_on(async {
+            let exec = Executor::new(open(&url).await);
+            send(&exec, &tenant, 0, &runs).await;
+            send(&exec, &tenant, 1, &runs).await;
+            send(&exec, &other, 0, &runs).await;
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 4);
+        forget(&url, &tenant);
+        forget(&url, &other);
+    }
+}
+
+#[test]
+fn every_tenant_argument_is_taken_in_nfc() {
+    for (_, url) in urls() {
+        let base = tenant();
+        let composed = format!("{base}-caf\u{e9}");
+        let decomposed = format!("{base}-cafe\u{301}");
+        let leave = || {
+            idemkit::runtime::block_on(async {
+                let store = open(&url).await;
+                let done = Outcome::success("1").unwrap();
+                leave_record(&store, &composed, None, "send_email", Some(done), 600_000).await
+            })
+            .hex()
+        };
+        let key = leave();
+        let found = ok(&idemkit(
+            &[
+                "inspect",
+                "--store",
+                &url,
+                "--key",
+                &key,
+                "--tenant",
+                &decomposed,
+            ],
+            None,
+        ));
+        assert!(found.contains("state:      completed"), "{found}");
+        let listed = ok(&idemkit(
+            &["list", "--store", &url, "--tenant", &decomposed],
+            None,
+        ));
+        assert!(listed.contains(&key), "{listed}");
+        ok(&idemkit(
+            &[
+                "delete",
+                "--store",
+                &url,
+                "--key",
+                &key,
+                "--tenant",
+                &decomposed,
+                "--yes",
+            ],
+            None,
+        ));
+        leave();
+        let forgot = ok(&idemkit(
+            &["forget", "--store", &url, "--tenant", &decomposed, "--yes"],
+            None,
+        ));
+        assert!(forgot.contains("forgot 1 record(s)"), "{forgot}");
+    }
 }

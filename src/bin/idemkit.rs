@@ -1,4 +1,8 @@
-//! `idemkit`: derive keys, and inspect, list, resolve, purge and forget records in a store.
+//! `idemkit`: derive keys, and inspect, list, resolve, delete, purge and forget records in a store.
+//!
+//! Text read from a store (tools, tenants, failure messages) reaches a terminal only through
+//! [`shown`] or [`tenant_label`], so control characters in it are escaped; a tenant in a
+//! suggested command goes through [`shell_word`].
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
@@ -6,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
+use idemkit::error::{escape_for_display as shown, shell_word};
 use idemkit::key::{canonical_material, derive_key, Key, KeyInput, KeyScope};
 use idemkit::store::{ListFilter, RecordId, Resolution, Resolved, StoreOptions};
 use idemkit::{Failure, Outcome, Record, Status, Store};
@@ -14,7 +19,9 @@ use idemkit::{Failure, Outcome, Record, Status, Store};
 ///
 /// Keys are derived exactly as every idemkit face derives them (spec v1). Store commands take
 /// --store URL: redis://, rediss://, postgres:// or postgresql:// (memory: opens an empty,
-/// private store and is only useful for trying the commands).
+/// private store and is only useful for trying the commands), or read it from the environment
+/// variable IDEMKIT_STORE, which keeps a password out of the shell history. Tenants are taken
+/// in Unicode NFC, as records are kept.
 #[derive(Parser, Debug)]
 #[command(name = "idemkit", version, about, long_about, max_term_width = 100)]
 struct Cli {
@@ -32,6 +39,8 @@ enum Command {
     List(ListArgs),
     /// Settle an abandoned (or, with --force, in-progress) record: release it or record an outcome.
     Resolve(ResolveArgs),
+    /// Delete the record of one key, whatever its state: the next call runs the body again.
+    Delete(DeleteArgs),
     /// Delete expired records.
     Purge(PurgeArgs),
     /// Delete every record of one tenant.
@@ -64,7 +73,7 @@ struct KeyArgs {
     #[command(flatten)]
     call: CallArgs,
     /// The tenant (part of the key; "" is a tenant distinct from none).
-    #[arg(long)]
+    #[arg(long, value_parser = nfc_tenant)]
     tenant: Option<String>,
     /// Also print the canonical material, on the line before the key.
     #[arg(long)]
@@ -73,8 +82,14 @@ struct KeyArgs {
 
 #[derive(Args, Debug)]
 struct StoreArgs {
-    /// The store: redis://[:password@]host:port/db, rediss://..., postgres://user@host/db.
-    #[arg(long, value_name = "URL")]
+    /// The store: redis://[:password@]host:port/db, rediss://..., postgres://user@host/db. Set
+    /// IDEMKIT_STORE instead to keep a password out of the shell history.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "IDEMKIT_STORE",
+        hide_env_values = true
+    )]
     store: String,
     /// PostgreSQL table name.
     #[arg(long)]
@@ -95,7 +110,7 @@ struct InspectArgs {
     #[arg(long, conflicts_with_all = ["scope", "input", "explicit"])]
     key: Option<String>,
     /// The record's tenant.
-    #[arg(long)]
+    #[arg(long, value_parser = nfc_tenant)]
     tenant: Option<String>,
     #[command(flatten)]
     call: CallArgs,
@@ -109,7 +124,7 @@ struct ListArgs {
     #[command(flatten)]
     store: StoreArgs,
     /// Only this tenant's records.
-    #[arg(long, conflicts_with = "no_tenant")]
+    #[arg(long, conflicts_with = "no_tenant", value_parser = nfc_tenant)]
     tenant: Option<String>,
     /// Only records without a tenant.
     #[arg(long)]
@@ -133,7 +148,7 @@ struct ResolveArgs {
     #[arg(long)]
     key: String,
     /// The record's tenant.
-    #[arg(long)]
+    #[arg(long, value_parser = nfc_tenant)]
     tenant: Option<String>,
     /// Delete the claim: the next call runs the body again.
     #[arg(long, conflicts_with_all = ["complete_success", "complete_failure"])]
@@ -153,6 +168,21 @@ struct ResolveArgs {
 }
 
 #[derive(Args, Debug)]
+struct DeleteArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+    /// The 64-hex key of the record.
+    #[arg(long)]
+    key: String,
+    /// The record's tenant.
+    #[arg(long, value_parser = nfc_tenant)]
+    tenant: Option<String>,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    yes: bool,
+}
+
+#[derive(Args, Debug)]
 struct PurgeArgs {
     #[command(flatten)]
     store: StoreArgs,
@@ -166,7 +196,7 @@ struct ForgetArgs {
     #[command(flatten)]
     store: StoreArgs,
     /// The tenant whose records are deleted.
-    #[arg(long)]
+    #[arg(long, value_parser = nfc_tenant)]
     tenant: String,
     /// Do not ask for confirmation.
     #[arg(long, short = 'y')]
@@ -204,7 +234,14 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("idemkit: {}", f.message);
+            // Messages escape what they quote from a store; this catches raw text from anywhere
+            // else (a driver's error, an argument echoed back).
+            let message = if f.message.chars().any(idemkit::error::is_unsafe_to_show) {
+                shown(&f.message)
+            } else {
+                f.message.as_str().into()
+            };
+            eprintln!("idemkit: {message}");
             ExitCode::from(f.code)
         }
     }
@@ -216,10 +253,16 @@ fn run(cli: Cli) -> Result<(), Failed> {
         Command::Inspect(args) => idemkit::runtime::block_on(inspect(args)),
         Command::List(args) => idemkit::runtime::block_on(list(args)),
         Command::Resolve(args) => idemkit::runtime::block_on(resolve(args)),
+        Command::Delete(args) => idemkit::runtime::block_on(delete(args)),
         Command::Purge(args) => idemkit::runtime::block_on(purge(args)),
         Command::Forget(args) => idemkit::runtime::block_on(forget(args)),
         Command::Stats(args) => idemkit::runtime::block_on(stats(args)),
     }
+}
+
+/// A `--tenant` in NFC, the form records are kept under (SPEC v1.1 rule 1).
+fn nfc_tenant(tenant: &str) -> Result<String, String> {
+    Ok(idemkit::key::nfc(tenant).into_owned())
 }
 
 fn call_input<'a>(call: &'a CallArgs) -> Result<(&'a str, KeyInput<'a>), Failed> {
@@ -325,14 +368,17 @@ async fn inspect(args: InspectArgs) -> Result<(), Failed> {
         None => {
             if args.json {
                 println!("null");
-            } else {
-                println!(
-                    "no record for key {} (tenant {})",
-                    key.hex(),
-                    tenant_label(args.tenant.as_deref())
-                );
             }
-            Ok(())
+            Err(failed(format!(
+                "no record for key {} (tenant {}){}",
+                key.hex(),
+                tenant_label(args.tenant.as_deref()),
+                if args.tenant.is_none() {
+                    "; records are kept per tenant: pass the call's --tenant"
+                } else {
+                    ""
+                }
+            )))
         }
         Some(record) => {
             if args.json {
@@ -345,10 +391,11 @@ async fn inspect(args: InspectArgs) -> Result<(), Failed> {
     }
 }
 
+/// A tenant for a human-readable line: `"acme"`, escaped (see [`shown`]), or `(none)`.
 fn tenant_label(tenant: Option<&str>) -> String {
     match tenant {
         None => "(none)".to_owned(),
-        Some(t) => format!("{t:?}"),
+        Some(t) => format!("\"{}\"", shown(t).replace('"', "\\\"")),
     }
 }
 
@@ -373,9 +420,9 @@ fn time(ms: i64, now: i64) -> String {
 fn describe_record(r: &Record, now: i64) -> String {
     let mut out = String::new();
     let status = r.status(now);
-    out += &format!("key:        {}\n", r.key);
+    out += &format!("key:        {}\n", shown(&r.key));
     out += &format!("tenant:     {}\n", tenant_label(r.tenant.as_deref()));
-    out += &format!("tool:       {}\n", r.scope);
+    out += &format!("tool:       {}\n", shown(&r.scope));
     out += &format!("state:      {status}\n");
     out += &format!("owner:      {}\n", r.token);
     out += &format!("claimed at: {}\n", time(r.claimed_at, now));
@@ -383,9 +430,15 @@ fn describe_record(r: &Record, now: i64) -> String {
     out += &format!("expires at: {}\n", time(r.expires_at, now));
     match &r.outcome {
         None => out += "outcome:    none yet\n",
-        Some(Outcome::Success(json)) => out += &format!("outcome:    success {}\n", json.get()),
+        Some(Outcome::Success(json)) => {
+            out += &format!("outcome:    success {}\n", shown(json.get()))
+        }
         Some(Outcome::Failure(f)) => {
-            out += &format!("outcome:    failure {}: {}\n", f.error_type, f.message)
+            out += &format!(
+                "outcome:    failure {}: {}\n",
+                shown(&f.error_type),
+                shown(&f.message)
+            )
         }
         Some(Outcome::TooLarge { bytes }) => {
             out += &format!("outcome:    success too large to keep ({bytes} bytes)\n")
@@ -394,8 +447,11 @@ fn describe_record(r: &Record, now: i64) -> String {
     if status == Status::Abandoned {
         out += &format!(
             "note:       the owner's lease ended without an outcome; settle it with\n            idemkit resolve --store URL --key {}{} --release | --complete-success JSON\n",
-            r.key,
-            r.tenant.as_ref().map(|t| format!(" --tenant {t:?}")).unwrap_or_default()
+            shown(&r.key),
+            r.tenant
+                .as_deref()
+                .map(|t| format!(" --tenant {}", shell_word(t)))
+                .unwrap_or_default()
         );
     }
     out
@@ -471,9 +527,9 @@ async fn list(args: ListArgs) -> Result<(), Failed> {
             writeln!(
                 out,
                 "{:<64}  {:<11}  {:<20}  {:<16}  {:.1} s ago",
-                r.key,
+                shown(&r.key),
                 r.status(now).name(),
-                r.scope,
+                shown(&r.scope),
                 tenant_label(r.tenant.as_deref()),
                 (now - r.claimed_at) as f64 / 1000.0
             )
@@ -525,7 +581,7 @@ async fn resolve(args: ResolveArgs) -> Result<(), Failed> {
     match record.status(now) {
         Status::Completed => {
             return Err(failed(format!(
-                "the record of key {} is completed; resolve refuses to override a known outcome (use forget to drop a tenant's records)",
+                "the record of key {} is completed; resolve refuses to override a known outcome (use delete to drop this record)",
                 key.hex()
             )))
         }
@@ -586,6 +642,50 @@ fn confirm(question: &str) -> Result<bool, Failed> {
     Ok(matches!(line.trim(), "y" | "Y" | "yes" | "YES"))
 }
 
+async fn delete(args: DeleteArgs) -> Result<(), Failed> {
+    let key = parse_key(&args.key)?;
+    let tenant = args.tenant.as_deref();
+    let (store, record, now) = read_record(&args.store, tenant, &key).await?;
+    let Some(record) = record else {
+        return Err(failed(format!(
+            "no record for key {} (tenant {}); nothing to delete",
+            key.hex(),
+            tenant_label(tenant)
+        )));
+    };
+    if !args.yes
+        && !confirm(&format!(
+            "delete the {} record of key {} (tool {}, tenant {}) from {}? Its call will run again",
+            record.status(now).name(),
+            key.hex(),
+            shown(&record.scope),
+            tenant_label(tenant),
+            idemkit::store::redact_url(&args.store.store)
+        ))?
+    {
+        return Err(failed(
+            "not confirmed; nothing was deleted (pass --yes to skip the question)",
+        ));
+    }
+    let id = RecordId { tenant, key: &key };
+    if store
+        .delete(id)
+        .await
+        .map_err(|e| store_failed(&args.store, e))?
+    {
+        println!(
+            "deleted the record of key {} (tenant {})",
+            key.hex(),
+            tenant_label(tenant)
+        );
+        Ok(())
+    } else {
+        Err(failed(
+            "the record disappeared meanwhile (expired or deleted); nothing was deleted",
+        ))
+    }
+}
+
 async fn purge(args: PurgeArgs) -> Result<(), Failed> {
     let store = open(&args.store).await?;
     if !args.yes
@@ -610,8 +710,8 @@ async fn forget(args: ForgetArgs) -> Result<(), Failed> {
     let store = open(&args.store).await?;
     if !args.yes
         && !confirm(&format!(
-            "delete EVERY record of tenant {:?} from {}? Their calls will run again",
-            args.tenant,
+            "delete EVERY record of tenant {} from {}? Their calls will run again",
+            tenant_label(Some(&args.tenant)),
             idemkit::store::redact_url(&args.store.store)
         ))?
     {
@@ -623,7 +723,10 @@ async fn forget(args: ForgetArgs) -> Result<(), Failed> {
         .forget(Some(&args.tenant))
         .await
         .map_err(|e| store_failed(&args.store, e))?;
-    println!("forgot {removed} record(s) of tenant {:?}", args.tenant);
+    println!(
+        "forgot {removed} record(s) of tenant {}",
+        tenant_label(Some(&args.tenant))
+    );
     Ok(())
 }
 
