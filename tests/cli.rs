@@ -173,6 +173,31 @@ fn the_store_url_is_read_from_idemkit_store_and_its_password_never_shown() {
 }
 
 #[test]
+fn a_missing_store_names_both_ways_to_give_it() {
+    let key = "0".repeat(64);
+    for args in [
+        vec!["list"],
+        vec!["inspect", "--key", &key],
+        vec!["resolve", "--key", &key, "--release"],
+        vec!["delete", "--key", &key, "--yes"],
+        vec!["purge", "--yes"],
+        vec!["forget", "--tenant", "acme", "--yes"],
+        vec!["stats"],
+    ] {
+        let o = idemkit(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("idemkit: no store given")
+                && err.contains("--store URL")
+                && err.contains("IDEMKIT_STORE"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
 fn inspect_of_a_missing_record_exits_1() {
     let key = "16aaec1b968f0c9ed7997809bfdba63ad58b7ba07512bef2fc513f1cf96b8f63";
     for tenant in [None, Some("acme")] {

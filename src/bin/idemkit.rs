@@ -82,15 +82,15 @@ struct KeyArgs {
 
 #[derive(Args, Debug)]
 struct StoreArgs {
-    /// The store: redis://[:password@]host:port/db, rediss://..., postgres://user@host/db. Set
-    /// IDEMKIT_STORE instead to keep a password out of the shell history.
+    /// Required, here or in IDEMKIT_STORE (which keeps a password out of the shell history): the
+    /// store, redis://[:password@]host:port/db, rediss://..., postgres://user@host/db.
     #[arg(
         long,
         value_name = "URL",
         env = "IDEMKIT_STORE",
         hide_env_values = true
     )]
-    store: String,
+    store: Option<String>,
     /// PostgreSQL table name.
     #[arg(long)]
     table: Option<String>,
@@ -320,7 +320,7 @@ async fn open(args: &StoreArgs) -> Result<Arc<dyn Store>, Failed> {
         allow_evicting: args.allow_evicting,
         max_outcome_bytes: None,
     };
-    idemkit::store::open(&args.store, &options)
+    idemkit::store::open(args.url()?, &options)
         .await
         .map_err(|e| {
             let code = if e.kind() == idemkit::ErrorKind::Configuration {
@@ -335,8 +335,22 @@ async fn open(args: &StoreArgs) -> Result<Arc<dyn Store>, Failed> {
         })
 }
 
+impl StoreArgs {
+    /// The store URL: --store, else IDEMKIT_STORE.
+    fn url(&self) -> Result<&str, Failed> {
+        self.store.as_deref().ok_or_else(|| {
+            usage("no store given: pass --store URL or set IDEMKIT_STORE (redis://, rediss://, postgres://, postgresql://)")
+        })
+    }
+
+    /// The store URL without its password, for messages.
+    fn redacted(&self) -> String {
+        idemkit::store::redact_url(self.store.as_deref().unwrap_or_default())
+    }
+}
+
 fn store_failed(store: &StoreArgs, e: impl std::fmt::Display) -> Failed {
-    failed(format!("{}: {e}", idemkit::store::redact_url(&store.store)))
+    failed(format!("{}: {e}", store.redacted()))
 }
 
 fn parse_key(hex: &str) -> Result<Key, Failed> {
@@ -660,7 +674,7 @@ async fn delete(args: DeleteArgs) -> Result<(), Failed> {
             key.hex(),
             shown(&record.scope),
             tenant_label(tenant),
-            idemkit::store::redact_url(&args.store.store)
+            args.store.redacted()
         ))?
     {
         return Err(failed(
@@ -691,7 +705,7 @@ async fn purge(args: PurgeArgs) -> Result<(), Failed> {
     if !args.yes
         && !confirm(&format!(
             "delete expired records from {}?",
-            idemkit::store::redact_url(&args.store.store)
+            args.store.redacted()
         ))?
     {
         return Err(failed(
@@ -712,7 +726,7 @@ async fn forget(args: ForgetArgs) -> Result<(), Failed> {
         && !confirm(&format!(
             "delete EVERY record of tenant {} from {}? Their calls will run again",
             tenant_label(Some(&args.tenant)),
-            idemkit::store::redact_url(&args.store.store)
+            args.store.redacted()
         ))?
     {
         return Err(failed(
