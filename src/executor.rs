@@ -683,8 +683,8 @@ impl Executor {
         let scope = request.scope.to_owned();
         let (lease_ms, ttl_ms, retry_failure) =
             (request.lease_ms, request.ttl_ms, request.retry_failure);
-        let (answer, answered) = tokio::sync::oneshot::channel();
-        spawn_settling(async move {
+        // The claim owns what it needs, so that it can be handed to a task at the deadline.
+        let mut claim = Box::pin(async move {
             let request = ClaimRequest {
                 id: RecordId {
                     tenant: settler.tenant.as_deref(),
@@ -697,25 +697,26 @@ impl Executor {
                 retry_failure,
             };
             let reply = store.claim(&request).await;
-            if let Err(reply) = answer.send(reply) {
-                // The caller has left: undo a claim that landed, or may have.
-                if matches!(
-                    reply,
-                    Ok(ClaimReply {
-                        claim: Claim::Acquired { .. },
-                        ..
-                    }) | Err(_)
-                ) {
-                    settler.background(0).await;
-                }
-            }
+            (reply, settler)
         });
-        match tokio::time::timeout_at(deadline.into(), answered).await {
-            Ok(Ok(reply)) => Some(reply),
-            Ok(Err(_)) => Some(Err(StoreError::unavailable(
-                "the claim's task ended without an answer",
-            ))),
-            Err(_) => None,
+        match tokio::time::timeout_at(deadline.into(), &mut claim).await {
+            Ok((reply, _)) => Some(reply),
+            Err(_) => {
+                spawn_settling(async move {
+                    let (reply, settler) = claim.await;
+                    // The caller has left: undo a claim that landed, or may have.
+                    if matches!(
+                        reply,
+                        Ok(ClaimReply {
+                            claim: Claim::Acquired { .. },
+                            ..
+                        }) | Err(_)
+                    ) {
+                        settler.background(0).await;
+                    }
+                });
+                None
+            }
         }
     }
 

@@ -585,3 +585,59 @@ async fn a_paused_server_never_holds_the_caller_and_the_outcome_lands_after_sigc
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(executor.events().count(EventKind::RecordFailed), 0);
 }
+
+/// A claim sent to a paused server: the caller is answered at its deadline (store unavailable,
+/// nothing run); the claim lands when the server answers again and is then released, so the
+/// next call runs the body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_claim_cut_short_by_the_deadline_is_released_once_it_lands() {
+    if redis_url().is_none() {
+        return;
+    }
+    let Some(server) = PausedRedis::start() else {
+        return;
+    };
+    let url = format!("redis://127.0.0.1:{}/0", server.port);
+    let store = idemkit::store::open(&url, &StoreOptions::default())
+        .await
+        .unwrap();
+    let executor = Executor::new(store.clone());
+    let tool = explicit(
+        "send_invoice",
+        Duration::from_secs(5),
+        Some(Duration::from_millis(300)),
+    );
+    let tenant = random_tenant();
+    let context = CallContext::new().tenant(tenant.as_str());
+    let runs = AtomicUsize::new(0);
+    let call = || {
+        executor.call(
+            &tool,
+            &context,
+            KeyInput::Explicit("invoice-10"),
+            |_| async {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, std::io::Error>(10)
+            },
+        )
+    };
+    server.signal("-STOP");
+    let started = Instant::now();
+    common::assert_unavailable_within(call(), Duration::from_millis(450)).await;
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    server.signal("-CONT");
+    let key = key_of(&tool, &tenant, "invoice-10");
+    eventually(
+        &store,
+        &tenant,
+        &key,
+        Duration::from_secs(4),
+        "the claim that landed late is released",
+        |r| r.is_none(),
+    )
+    .await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(call().await.unwrap(), 10);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
