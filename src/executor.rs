@@ -76,7 +76,10 @@ pub enum Recording {
     Recorded,
     /// Nothing to record (`UUID`, `NONE`).
     Unprotected,
-    /// It could not be recorded (reported as `record_failed`); the claim will become abandoned.
+    /// Not settled when the call returned. Either settling gave up (reported as `record_failed`,
+    /// or `store_error` for a release; the claim will become abandoned), or, after a store error,
+    /// it goes on in the background until the lease ends (the detail says so, and the event
+    /// comes only if it finally gives up).
     Failed(String),
 }
 
@@ -554,8 +557,10 @@ impl Executor {
 
     /// Records a succeeded body's result (JSON text) so that repeats get it.
     ///
-    /// Never fails the caller: if the outcome cannot be recorded after retries, the failure is
-    /// reported as `record_failed` and the claim is left to become abandoned (never re-run).
+    /// Never fails the caller: after a store error the outcome is offered again with capped
+    /// backoff until the lease ends, in the background after about 100 ms (never past the
+    /// deadline); only if that gives up is it reported as `record_failed`, and the claim is left
+    /// to become abandoned (never re-run).
     pub async fn succeed<T: Borrow<Tool>>(
         &self,
         attempt: &mut Attempt<T>,
