@@ -419,9 +419,17 @@ impl Executor {
                 ttl_ms: policy.ttl.as_millis() as u64,
                 retry_failure: policy.on_cache_hit == RetryBehavior::ReturnCachedIfSuccess,
             };
-            let claim_started = Instant::now();
-            let lease_until = claim_started + policy.lease;
-            if attempt.waited && attempt.deadline.is_some_and(|d| claim_started >= d) {
+            // Only a call with a deadline reads the clock before claiming: a hit stays cheap.
+            let claim_started = attempt.deadline.map(|_| Instant::now());
+            // The lease ends no earlier than this (settling may retry up to then; a try after
+            // the store's lease end is harmless, as it acts by owner token).
+            let lease_until = || claim_started.unwrap_or_else(Instant::now) + policy.lease;
+            if attempt.waited
+                && attempt
+                    .deadline
+                    .zip(claim_started)
+                    .is_some_and(|(deadline, started)| started >= deadline)
+            {
                 // The wait for another holder ran to the deadline: the caller's wait ends here,
                 // and no claim is sent that the deadline would cut short (SPEC v1.1 rule 3).
                 return Err(self.wait_timed_out(attempt));
@@ -429,7 +437,7 @@ impl Executor {
             let claimed = match attempt.deadline {
                 None => Some(self.store.claim(&request).await),
                 Some(deadline) => {
-                    self.claim_until(attempt, &request, deadline, lease_until)
+                    self.claim_until(attempt, &request, deadline, lease_until())
                         .await
                 }
             };
@@ -438,7 +446,7 @@ impl Executor {
                 Some(Err(error)) => {
                     self.emit(attempt, EventKind::StoreError, Some(&error.to_string()));
                     // The claim may have landed with its reply lost: free it if so.
-                    self.release_unrun(attempt, lease_until);
+                    self.release_unrun(attempt, lease_until());
                     return Err(self.unavailable(attempt, &error));
                 }
                 None => {
@@ -457,7 +465,7 @@ impl Executor {
             };
             match reply.claim {
                 Claim::Acquired { .. } => {
-                    attempt.lease_until = Some(lease_until);
+                    attempt.lease_until = Some(lease_until());
                     if attempt.waited {
                         self.emit(attempt, EventKind::Waited, None);
                     }

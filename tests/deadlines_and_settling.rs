@@ -555,7 +555,7 @@ async fn a_paused_server_never_holds_the_caller_and_the_outcome_lands_after_sigc
     let took = started.elapsed();
     assert_eq!(result.unwrap(), "sent");
     assert!(
-        took < Duration::from_millis(600),
+        took < Duration::from_secs(1),
         "the caller was held {took:?}"
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -623,7 +623,7 @@ async fn a_claim_cut_short_by_the_deadline_is_released_once_it_lands() {
     };
     server.signal("-STOP");
     let started = Instant::now();
-    common::assert_unavailable_within(call(), Duration::from_millis(450)).await;
+    common::assert_unavailable_within(call(), Duration::from_millis(650)).await;
     assert!(started.elapsed() >= Duration::from_millis(300));
     tokio::time::sleep(Duration::from_millis(700)).await;
     server.signal("-CONT");
