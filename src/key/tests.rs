@@ -248,8 +248,14 @@ fn duplicates_after_nfc_are_refused_in_every_input_form() {
 #[test]
 fn key_arguments_pick_members_and_keep_null() {
     let json = r#"{"c":3,"b":null,"a":1}"#;
-    let m = canonical_material(&scope(), KeyInput::Json(json), &args(&["c", "b", "c"])).unwrap();
+    let m = canonical_material(&scope(), KeyInput::Json(json), &args(&["c", "b"])).unwrap();
     assert!(m.ends_with(r#""input",{"b":null,"c":3}]"#), "{m}");
+    // A name listed twice is refused, as when a tool is built.
+    let err = canonical_material(&scope(), KeyInput::Json(json), &args(&["c", "b", "c"]));
+    assert_eq!(
+        err,
+        Err(KeyError::DuplicateKeyArgument { name: "c".into() })
+    );
     let err = canonical_material(&scope(), KeyInput::Json(json), &args(&["a", "d"])).unwrap_err();
     assert_eq!(err, KeyError::MissingKeyArgument { name: "d".into() });
     let err = canonical_material(&scope(), KeyInput::Json("[1]"), &args(&["a"])).unwrap_err();
