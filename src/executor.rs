@@ -337,18 +337,25 @@ impl Executor {
                 })?;
                 (Some(key), None, Phase::Claiming)
             }
-            KeyStrategy::Uuid => (
-                None,
-                Some(uuid::Uuid::new_v4().to_string()),
-                Phase::Unprotected,
-            ),
-            KeyStrategy::None => (None, None, Phase::Unprotected),
+            KeyStrategy::Uuid | KeyStrategy::None => {
+                crate::key::check_identity(&scope).map_err(|source| Error::InvalidKey {
+                    tool: tool.name().to_owned(),
+                    source,
+                })?;
+                let uuid = (policy.strategy == KeyStrategy::Uuid)
+                    .then(|| uuid::Uuid::new_v4().to_string());
+                (None, uuid, Phase::Unprotected)
+            }
         };
         // Only a call with a deadline reads the clock here: a hit stays one clock read cheaper.
         let deadline = tool.timeout().map(|t| Instant::now() + t);
         Ok(Attempt {
             tool: holder,
-            tenant: context.tenant.clone(),
+            // Records are identified by the NFC tenant, as the key material is (SPEC v1.1 rule 1).
+            tenant: context
+                .tenant
+                .as_deref()
+                .map(|t| crate::key::nfc(t).into_owned()),
             key,
             uuid,
             token: Token::random(),
@@ -405,7 +412,7 @@ impl Executor {
             let policy = tool.policy();
             let request = ClaimRequest {
                 id,
-                scope: tool.name(),
+                scope: tool.scope(),
                 token: attempt.token,
                 lease_ms: policy.lease.as_millis() as u64,
                 ttl_ms: policy.ttl.as_millis() as u64,
