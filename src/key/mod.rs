@@ -11,6 +11,7 @@ mod sink;
 mod text;
 mod value;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -19,7 +20,7 @@ pub use value::{CanonicalObject, CanonicalValue};
 
 use parse::{Tape, Token};
 use sink::{HashSink, Sink};
-use text::{cmp_utf16, nfc, write_nfc_str};
+use text::{cmp_utf16, write_nfc_str};
 
 /// The deepest nesting of arrays and objects accepted (SPEC §2 rule 6).
 pub const MAX_DEPTH: usize = 64;
@@ -358,6 +359,15 @@ pub fn canonical_material(
     write_material(scope, input, key_arguments, &mut out)?;
     // The writer only emits whole UTF-8 sequences taken from `str`s, plus ASCII.
     Ok(String::from_utf8(out).expect("canonical material is UTF-8"))
+}
+
+/// `s` in Unicode NFC, the form in which tenants, runs and scopes identify a record
+/// (SPEC v1.1 rule 1): borrowed when it already is NFC, so normalising is free for ASCII.
+///
+/// Two spellings of one tenant (`"é"` and `"e\u{301}"`) name the same records; a store
+/// keys, lists and forgets by `nfc(tenant)`.
+pub fn nfc(s: &str) -> Cow<'_, str> {
+    text::nfc(s)
 }
 
 /// Whether `s` is empty or only Unicode White_Space: U+0009–000D, U+0020, U+0085, U+00A0,

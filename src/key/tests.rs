@@ -462,3 +462,12 @@ fn members_sort_in_utf16_order_whatever_their_length() {
         assert_eq!(streamed, from_value);
     }
 }
+
+#[test]
+fn nfc_helper_normalises_identity_strings() {
+    use std::borrow::Cow;
+    assert_eq!(super::nfc("e\u{301}"), "\u{e9}");
+    assert_eq!(super::nfc("\u{e9}"), "\u{e9}");
+    assert!(matches!(super::nfc("acme"), Cow::Borrowed("acme")));
+    assert!(matches!(super::nfc("\u{e9}"), Cow::Borrowed(_)));
+}
