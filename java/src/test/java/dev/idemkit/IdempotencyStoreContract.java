@@ -72,6 +72,19 @@ public abstract class IdempotencyStoreContract {
             return "done:" + id;
         }
 
+        /** Blocks until {@code release} opens; {@code entered} opens when it starts. */
+        public final java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+        public final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+
+        @Tool(name = "contract_hold", timeoutMs = 400)
+        @Idempotent(leaseSeconds = 30)
+        public String hold(String id) throws InterruptedException {
+            runs.incrementAndGet();
+            entered.countDown();
+            release.await(30, TimeUnit.SECONDS);
+            return "held:" + id;
+        }
+
         @Tool(name = "contract_ttl")
         @Idempotent(ttlSeconds = 1)
         public String ttl(String id) {
@@ -166,6 +179,35 @@ public abstract class IdempotencyStoreContract {
         d.withTenant(other).call("contract_book", Map.of("flight", "A"));
         assertEquals(4, tools.runs.get());
         store.forget(other);
+    }
+
+    @Test
+    void a_waiter_at_its_deadline_gets_in_progress_and_the_body_runs_once() throws Exception {
+        ContractTools tools = new ContractTools();
+        ToolDispatcher d = dispatcher(tools);
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            Future<Object> holder = pool.submit(() -> d.call("contract_hold", Map.of("id", "1")));
+            assertTrue(tools.entered.await(10, TimeUnit.SECONDS), "the holder started");
+            long start = System.nanoTime();
+            InProgressException waiter = assertThrows(InProgressException.class,
+                    () -> d.call("contract_hold", Map.of("id", "1")),
+                    "a waiter still waiting at its deadline gets the in-progress error, never a store error");
+            long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertEquals(ErrorKind.IN_PROGRESS, waiter.kind());
+            assertEquals("contract_hold", waiter.tool());
+            assertTrue(waitedMs >= 300 && waitedMs < 5_000, "waited " + waitedMs + " ms for a 400 ms deadline");
+            tools.release.countDown();
+            // The holder overran its own deadline: it gets the timeout error, and its outcome is recorded.
+            java.util.concurrent.ExecutionException late = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> holder.get(30, TimeUnit.SECONDS));
+            assertTrue(late.getCause() instanceof IdempotencyTimeoutException, String.valueOf(late.getCause()));
+            assertEquals("held:1", d.call("contract_hold", Map.of("id", "1")));
+            assertEquals(1, tools.runs.get());
+        } finally {
+            tools.release.countDown();
+            pool.shutdown();
+        }
     }
 
     /** {@code prefix} followed by {@code unit} until it is {@code bytes} bytes of UTF-8 (after NFC). */
