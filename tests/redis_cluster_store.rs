@@ -844,3 +844,104 @@ async fn rediss_cluster_urls_connect_over_tls_with_a_password() {
         .expect("a wrong password is refused");
     assert!(!error.to_string().contains("wrong-pw"), "{error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_and_list_take_the_tenant_in_nfc_form() {
+    let Some(url) = cluster_url() else { return };
+    let _config = CLUSTER_CONFIG.read().await;
+    let store = RedisStore::connect(&url, &options(&unique_prefix()))
+        .await
+        .unwrap();
+    common::check_tenants_are_taken_in_nfc_form(Arc::new(store)).await;
+}
+
+/// After a primary restarts, the first `list`, `newest`, `purge_expired` and `forget` already
+/// work: each node's broken connection is noticed and the command sent once more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn scans_work_at_once_after_a_primary_restarts() {
+    if cluster_url().is_none() {
+        return;
+    }
+    let Some(mut cluster) = PrivateCluster::start() else {
+        return;
+    };
+    let store = RedisStore::connect(&cluster.url(), &StoreOptions::default())
+        .await
+        .unwrap();
+    let tenant = random_tenant();
+    for _ in 0..30 {
+        let key = random_key();
+        let id = RecordId {
+            tenant: Some(&tenant),
+            key: &key,
+        };
+        store.claim(&request(id, Token::random())).await.unwrap();
+    }
+    let filter = ListFilter {
+        tenant: Some(Some(tenant.clone())),
+        ..ListFilter::default()
+    };
+    let mut restart = |i: usize| {
+        cluster.stop(i);
+        cluster.restart(i);
+    };
+    for i in 0..3 {
+        restart(i);
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = store
+                .list(&filter, cursor.as_deref())
+                .await
+                .unwrap_or_else(|e| panic!("list after node {i} restarted: {e}"));
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        restart(i);
+        store
+            .newest(&filter)
+            .await
+            .unwrap_or_else(|e| panic!("newest after node {i} restarted: {e}"));
+        restart(i);
+        store
+            .purge_expired()
+            .await
+            .unwrap_or_else(|e| panic!("purge after node {i} restarted: {e}"));
+        restart(i);
+        store
+            .forget(Some(&tenant))
+            .await
+            .unwrap_or_else(|e| panic!("forget after node {i} restarted: {e}"));
+    }
+}
+
+/// `newest` reads every primary: the five records claimed last come first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn newest_reads_every_primary() {
+    let Some(url) = cluster_url() else { return };
+    let _config = CLUSTER_CONFIG.read().await;
+    let prefix = unique_prefix();
+    let store: Arc<dyn Store> =
+        Arc::new(RedisStore::connect(&url, &options(&prefix)).await.unwrap());
+    let tenant = random_tenant();
+    common::claim_many(
+        store.clone(),
+        "cluster_test",
+        &tenant,
+        4,
+        300,
+        (600_000, 600_000),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let newest = common::claim_five_newest(&store, &tenant).await;
+    common::check_newest_first(
+        &store,
+        &tenant,
+        &newest,
+        &["--store", &url, "--prefix", &prefix],
+    )
+    .await;
+    assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 1205);
+}

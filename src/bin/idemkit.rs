@@ -521,10 +521,14 @@ async fn list(args: ListArgs) -> Result<(), Failed> {
             args.tenant.clone().map(Some)
         },
         status: args.state.as_deref().and_then(Status::from_name),
-        limit: 0,
+        limit: args.limit,
     };
-    let (mut records, now) = scan(&store, &args.store, filter, Some(args.limit)).await?;
-    records.sort_by(|a, b| b.claimed_at.cmp(&a.claimed_at).then(a.key.cmp(&b.key)));
+    // The newest of every record, however many (the store reads them in claimed_at order).
+    let page = store
+        .newest(&filter)
+        .await
+        .map_err(|e| store_failed(&args.store, e))?;
+    let (mut records, now) = (page.records, page.now_ms);
     records.truncate(args.limit);
     let mut out = std::io::stdout().lock();
     if !args.json {

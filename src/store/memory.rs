@@ -416,7 +416,20 @@ impl Store for MemoryStore {
         Ok(shard.live(id, now).is_some() && shard.remove(id).is_some())
     }
 
+    async fn newest(&self, filter: &ListFilter) -> Result<Page, StoreError> {
+        // `list` is already newest first: its first page is the answer.
+        let first = ListFilter {
+            limit: if filter.limit == 0 { 100 } else { filter.limit },
+            ..filter.clone()
+        };
+        let mut page = self.list(&first, None).await?;
+        page.next_cursor = None;
+        Ok(page)
+    }
+
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
+        let tenant = tenant.map(super::nfc);
+        let tenant = tenant.as_deref();
         let mut removed = 0;
         for shard in self.shards.iter() {
             removed += lock(shard).retain(|r| r.tenant.as_deref() != tenant);
@@ -476,5 +489,145 @@ impl Store for MemoryStore {
 
     fn describe(&self) -> String {
         "memory".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{derive_key, KeyInput, KeyScope};
+
+    fn claim_for(tenant: &str, n: usize) -> (Key, ClaimRequest<'static>) {
+        let key = derive_key(
+            &KeyScope {
+                scope: "memory_test",
+                tenant: None,
+                run: None,
+            },
+            KeyInput::Explicit(&n.to_string()),
+            &[],
+        )
+        .unwrap();
+        let tenant: &'static str = Box::leak(tenant.to_owned().into_boxed_str());
+        let key_ref: &'static Key = Box::leak(Box::new(key));
+        (
+            key,
+            ClaimRequest {
+                id: RecordId {
+                    tenant: Some(tenant),
+                    key: key_ref,
+                },
+                scope: "memory_test",
+                token: Token::random(),
+                lease_ms: 60_000,
+                ttl_ms: 60_000,
+                retry_failure: false,
+            },
+        )
+    }
+
+    /// SPEC v1.1 rule 1: `forget("e\u{301}")` removes the records made under `"é"`, and a list
+    /// filtered by the decomposed spelling finds them.
+    #[tokio::test]
+    async fn forget_and_list_take_the_tenant_in_nfc_form() {
+        let store = MemoryStore::new();
+        for n in 0..3 {
+            let (_, request) = claim_for("caf\u{e9}", n);
+            store.claim(&request).await.unwrap();
+        }
+        let filter = ListFilter {
+            tenant: Some(Some("cafe\u{301}".to_owned())),
+            ..ListFilter::default()
+        };
+        assert_eq!(store.list(&filter, None).await.unwrap().records.len(), 3);
+        assert_eq!(store.newest(&filter).await.unwrap().records.len(), 3);
+        assert_eq!(store.forget(Some("cafe\u{301}")).await.unwrap(), 3);
+        assert_eq!(store.list(&filter, None).await.unwrap().records.len(), 0);
+    }
+
+    /// `newest` answers the newest records first, `limit` of them (the trait's default reading
+    /// every page agrees).
+    #[tokio::test]
+    async fn newest_answers_the_newest_first() {
+        let clock = ManualClock::new(1_000_000);
+        let store = MemoryStore::with_clock(Arc::new(clock.clone()));
+        let mut keys = Vec::new();
+        for n in 0..1200 {
+            clock.advance(Duration::from_millis(1));
+            let (key, request) = claim_for("t", n);
+            store.claim(&request).await.unwrap();
+            keys.push(key.hex());
+        }
+        keys.reverse();
+        let filter = ListFilter {
+            limit: 7,
+            ..ListFilter::default()
+        };
+        let newest: Vec<String> = store
+            .newest(&filter)
+            .await
+            .unwrap()
+            .records
+            .into_iter()
+            .map(|r| r.key)
+            .collect();
+        assert_eq!(newest, keys[..7]);
+        /// A store with only `list` (pages of its own order): the trait's default `newest`.
+        struct OnlyList(MemoryStore);
+        #[async_trait]
+        impl Store for OnlyList {
+            async fn claim(&self, r: &ClaimRequest<'_>) -> Result<ClaimReply, StoreError> {
+                self.0.claim(r).await
+            }
+            async fn complete(
+                &self,
+                id: RecordId<'_>,
+                token: Token,
+                outcome: &Outcome,
+                ttl_ms: u64,
+            ) -> Result<Completion, StoreError> {
+                self.0.complete(id, token, outcome, ttl_ms).await
+            }
+            async fn release(&self, id: RecordId<'_>, token: Token) -> Result<bool, StoreError> {
+                self.0.release(id, token).await
+            }
+            async fn get(&self, id: RecordId<'_>) -> Result<(Option<Record>, i64), StoreError> {
+                self.0.get(id).await
+            }
+            async fn list(
+                &self,
+                filter: &ListFilter,
+                cursor: Option<&str>,
+            ) -> Result<Page, StoreError> {
+                self.0.list(filter, cursor).await
+            }
+            async fn resolve(
+                &self,
+                id: RecordId<'_>,
+                expected: Token,
+                resolution: &Resolution,
+            ) -> Result<Resolved, StoreError> {
+                self.0.resolve(id, expected, resolution).await
+            }
+            async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
+                self.0.forget(tenant).await
+            }
+            async fn purge_expired(&self) -> Result<u64, StoreError> {
+                self.0.purge_expired().await
+            }
+            fn describe(&self) -> String {
+                "only list".into()
+            }
+        }
+        let only_list = OnlyList(store);
+        let by_default: Vec<String> = only_list
+            .newest(&filter)
+            .await
+            .unwrap()
+            .records
+            .into_iter()
+            .map(|r| r.key)
+            .collect();
+        assert_eq!(by_default, keys[..7]);
     }
 }

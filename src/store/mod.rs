@@ -107,7 +107,7 @@ impl ListFilter {
     /// Whether a live record at store time `now` passes the filter.
     pub fn matches(&self, record: &Record, now: i64) -> bool {
         if let Some(tenant) = &self.tenant {
-            if record.tenant.as_deref() != tenant.as_deref() {
+            if record.tenant.as_deref() != tenant.as_deref().map(nfc).as_deref() {
                 return false;
             }
         }
@@ -154,8 +154,45 @@ pub trait Store: Send + Sync + 'static {
     /// The live record, if any, and the store's clock.
     async fn get(&self, id: RecordId<'_>) -> Result<(Option<Record>, i64), StoreError>;
 
-    /// Live records passing `filter`, a page at a time.
+    /// Live records passing `filter`, a page at a time, in the store's own order.
     async fn list(&self, filter: &ListFilter, cursor: Option<&str>) -> Result<Page, StoreError>;
+
+    /// The `filter.limit` (0: 100) newest live records passing `filter`, newest first (see
+    /// [`newest_first`]), out of every record in the store however many there are; one page,
+    /// without a cursor.
+    ///
+    /// The default reads every page of [`Store::list`] and keeps the newest. Stores override
+    /// it with an index (PostgreSQL) or a leaner scan (Redis).
+    async fn newest(&self, filter: &ListFilter) -> Result<Page, StoreError> {
+        let limit = if filter.limit == 0 { 100 } else { filter.limit };
+        let pages = ListFilter {
+            limit: 500,
+            ..filter.clone()
+        };
+        let mut cursor: Option<String> = None;
+        let mut now_ms = 0;
+        let mut records = Vec::new();
+        loop {
+            let page = self.list(&pages, cursor.as_deref()).await?;
+            now_ms = now_ms.max(page.now_ms);
+            records.extend(page.records);
+            if records.len() >= 2 * limit + 500 {
+                records.sort_by(newest_first);
+                records.truncate(limit);
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        records.sort_by(newest_first);
+        records.truncate(limit);
+        Ok(Page {
+            records,
+            next_cursor: None,
+            now_ms,
+        })
+    }
 
     /// Settles an in-progress or abandoned record whose token is `expected` (operators).
     async fn resolve(
@@ -169,7 +206,8 @@ pub trait Store: Send + Sync + 'static {
     /// one. Every other record, of this key under another tenant too, is left alone.
     async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError>;
 
-    /// Deletes every record of `tenant` (`None`: the records without a tenant); answers how many.
+    /// Deletes every record of `tenant` (`None`: the records without a tenant; a tenant is
+    /// taken in its NFC form, as records are made); answers how many.
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError>;
 
     /// Deletes expired records (in batches); answers how many.
@@ -201,6 +239,42 @@ pub trait Store: Send + Sync + 'static {
 
     /// A short description for messages (`memory`, `redis://127.0.0.1:6379/`, ...), without secrets.
     fn describe(&self) -> String;
+}
+
+/// The order of [`Store::newest`]: `claimed_at` descending, then key ascending.
+pub fn newest_first(a: &Record, b: &Record) -> std::cmp::Ordering {
+    b.claimed_at
+        .cmp(&a.claimed_at)
+        .then_with(|| a.key.cmp(&b.key))
+}
+
+/// The NFC form of a tenant (SPEC v1.1 rule 1: records are made under it), borrowed when the
+/// text is already NFC.
+pub(crate) fn nfc(text: &str) -> std::borrow::Cow<'_, str> {
+    use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+    match is_nfc_quick(text.chars()) {
+        IsNormalized::Yes => std::borrow::Cow::Borrowed(text),
+        _ => std::borrow::Cow::Owned(text.nfc().collect()),
+    }
+}
+
+/// What a `resolve` sent a second time (its first attempt's connection broke) answers: when the
+/// first attempt landed, the record already holds this very outcome under `expected`, which is
+/// the resolution done. (A release that landed reads as `NotFound`: the record is gone.)
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) fn repeated_resolution(
+    answer: Resolved,
+    expected: Token,
+    resolution: &Resolution,
+) -> Resolved {
+    match (answer, resolution) {
+        (Resolved::AlreadyCompleted(r), Resolution::Complete { outcome, .. })
+            if r.token == expected && r.outcome.as_ref() == Some(outcome) =>
+        {
+            Resolved::Done
+        }
+        (answer, _) => answer,
+    }
 }
 
 /// The polling pause before the `attempt`-th re-check: ≈5 ms doubling to a 200 ms cap, with
@@ -273,6 +347,10 @@ pub async fn open(
                 .map_err(|e| opening_failed(url, e))?;
             Ok(std::sync::Arc::new(store))
         }
+        _ if !is_scheme(&scheme) => Err(crate::Error::Configuration(format!(
+            "cannot open store {}: not a store URL; use memory:, redis://host:port/, redis+cluster://host:port,host:port/ or postgres://user@host/database (a libpq `key=value` string is not accepted: write it as a postgres:// URL)",
+            redact_url(url)
+        ))),
         _ => Err(crate::Error::Configuration(format!(
             "cannot open store {}: unknown or disabled scheme `{scheme}`; use memory:, redis://, rediss://, redis+cluster://, rediss+cluster://, postgres:// or postgresql:// (Redis and PostgreSQL need the cargo features `redis` and `postgres`)",
             redact_url(url)
@@ -280,37 +358,210 @@ pub async fn open(
     }
 }
 
+/// Whether `text` has the shape of a URL scheme (letters, digits, `+ - .`).
+fn is_scheme(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+}
+
 /// A store that could not be opened: a configuration error stays one; anything else means the
-/// server could not be reached or answered an error.
+/// server could not be reached or answered an error. Either way without the URL's secrets,
+/// should a driver have echoed one.
 #[cfg(any(feature = "redis", feature = "postgres"))]
 fn opening_failed(url: &str, error: StoreError) -> crate::Error {
     match error {
-        StoreError::Configuration(message) => crate::Error::Configuration(message),
+        StoreError::Configuration(message) => {
+            crate::Error::Configuration(scrub_secrets(&message, url))
+        }
         other => crate::Error::StoreUnavailable {
             tool: format!("opening {}", redact_url(url)),
-            message: other.to_string(),
+            message: scrub_secrets(&other.to_string(), url),
         },
     }
 }
 
-/// The URL with any password replaced by `***`, for messages.
+/// The store URL or connection string with every password or token replaced by `***`, for
+/// messages (SPEC v1.1 rule 11).
+///
+/// URLs (`scheme://...`): the password in the userinfo, read both as tokio-postgres reads it
+/// (up to the first `@`, so `/ ? #` may stand unencoded in it) and as the WHATWG parser of the
+/// redis crate does (up to the last `@`), and the value of every query parameter named like a
+/// secret (`password`, `pass`, `pwd`, anything with `pass`, `token`, `secret`, `auth` or `key`
+/// in its name). libpq `key=value` strings (`host=h password='p w'`): the values of the same
+/// keys, quoted or not. In doubt more is hidden, never less.
 pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_owned();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    match authority.rfind('@') {
-        Some(at) => {
-            let userinfo = &authority[..at];
-            let user = match userinfo.find(':') {
-                Some(colon) => format!("{}:***", &userinfo[..colon]),
-                None => userinfo.to_owned(),
-            };
-            format!("{}{}{}", &url[..scheme_end + 3], user, &rest[at..])
+    let mut shown = String::with_capacity(url.len());
+    let mut at = 0;
+    for (start, end) in secret_spans(url) {
+        shown.push_str(&url[at..start]);
+        shown.push_str("***");
+        at = end;
+    }
+    shown.push_str(&url[at..]);
+    shown
+}
+
+/// `message` (say, a driver's error about `url`) with every secret of `url` hidden, in case
+/// the driver echoed one.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) fn scrub_secrets(message: &str, url: &str) -> String {
+    let mut secrets: Vec<String> = Vec::new();
+    for (start, end) in secret_spans(url) {
+        let raw = &url[start..end];
+        secrets.push(raw.to_owned());
+        let decoded = percent_decode(raw);
+        if decoded != raw {
+            secrets.push(decoded);
         }
-        None => url.to_owned(),
+    }
+    // Longest first, so that a secret containing another is hidden whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut out = message.to_owned();
+    for secret in secrets.iter().filter(|s| !s.is_empty()) {
+        out = out.replace(secret.as_str(), "***");
+    }
+    out
+}
+
+/// Whether a parameter name (lowercase) names a secret.
+fn secret_name(name: &str) -> bool {
+    let name = name.trim().to_ascii_lowercase();
+    [
+        "pass",
+        "pwd",
+        "token",
+        "secret",
+        "auth",
+        "key",
+        "credential",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The byte ranges of `url` that hold secrets, sorted and merged.
+fn secret_spans(url: &str) -> Vec<(usize, usize)> {
+    let mut spans = match url.find("://") {
+        Some(scheme_end) => url_secret_spans(url, scheme_end + 3),
+        None => key_value_secret_spans(url),
+    };
+    spans.retain(|(start, end)| start < end);
+    spans.sort();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
+fn url_secret_spans(url: &str, rest: usize) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let tail = &url[rest..];
+    // The userinfo's password, up to the first `@` (tokio-postgres) and up to the last one
+    // (WHATWG, which also ends the authority at `/ ? #`: a password holding those is misread
+    // by it, but still meant as a password).
+    for at in [tail.find('@'), tail.rfind('@')].into_iter().flatten() {
+        if let Some(colon) = tail[..at].find(':') {
+            spans.push((rest + colon + 1, rest + at));
+        }
+    }
+    // Query parameters: `?` or `&`, a name, `=`, a value up to the next `&`.
+    let bytes = url.as_bytes();
+    let mut i = rest;
+    while i < bytes.len() {
+        if matches!(bytes[i], b'?' | b'&') {
+            let name_start = i + 1;
+            let name_end = url[name_start..]
+                .find(['=', '&'])
+                .map_or(url.len(), |n| name_start + n);
+            if name_end < url.len() && bytes[name_end] == b'=' {
+                let value_start = name_end + 1;
+                let value_end = url[value_start..]
+                    .find('&')
+                    .map_or(url.len(), |n| value_start + n);
+                if secret_name(&percent_decode(&url[name_start..name_end])) {
+                    spans.push((value_start, value_end));
+                }
+                i = value_end;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    spans
+}
+
+/// libpq `key=value` pairs: blanks around `=` allowed; a value is single-quoted (with `\`
+/// escapes) or runs to the next blank.
+fn key_value_secret_spans(text: &str) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut spans = Vec::new();
+    let mut i = 0;
+    let skip_blanks = |mut i: usize| {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    loop {
+        i = skip_blanks(i);
+        if i >= bytes.len() {
+            return spans;
+        }
+        let name_start = i;
+        while i < bytes.len() && bytes[i] != b'=' && !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let name = &text[name_start..i];
+        i = skip_blanks(i);
+        if i >= bytes.len() || bytes[i] != b'=' {
+            // Not a pair: a word on its own (or not a connection string at all).
+            continue;
+        }
+        i = skip_blanks(i + 1);
+        let value_start = i;
+        if i < bytes.len() && bytes[i] == b'\'' {
+            i += 1;
+            while i < bytes.len() && bytes[i] != b'\'' {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i = (i + 1).min(bytes.len());
+        } else {
+            while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i = i.min(bytes.len());
+        }
+        while !text.is_char_boundary(i) {
+            i += 1;
+        }
+        if secret_name(name) {
+            spans.push((value_start, i));
+        }
     }
 }
 
@@ -333,5 +584,90 @@ mod url_tests {
             "redis://127.0.0.1:6379"
         );
         assert_eq!(redact_url("memory:"), "memory:");
+    }
+
+    /// Every form a driver accepts, each with the secret `Zq7` in it: none survives.
+    #[test]
+    fn every_form_of_password_is_redacted() {
+        let cases = [
+            (
+                "postgres://app@h/db?password=Zq7xx",
+                "postgres://app@h/db?password=***",
+            ),
+            (
+                "postgres://app@h/db?sslmode=disable&password=Zq7%20y&application_name=a",
+                "postgres://app@h/db?sslmode=disable&password=***&application_name=a",
+            ),
+            ("redis://h/?password=Zq7", "redis://h/?password=***"),
+            (
+                "redis://h:6379/0?pass=Zq7&protocol=3",
+                "redis://h:6379/0?pass=***&protocol=3",
+            ),
+            (
+                "rediss://default:Zq7tok@h:6380",
+                "rediss://default:***@h:6380",
+            ),
+            ("postgres://app:pa/Zq7@h/db", "postgres://app:***@h/db"),
+            (
+                "postgres://app:p#Zq7?x@h:5432/db",
+                "postgres://app:***@h:5432/db",
+            ),
+            ("redis://:a/b?c#Zq7@h:6379/0", "redis://:***@h:6379/0"),
+            (
+                "postgres://app@h/db?password=x@Zq7",
+                "postgres://app@h/db?password=***",
+            ),
+            (
+                "redis+cluster://:Zq7@h:7001,h:7002/",
+                "redis+cluster://:***@h:7001,h:7002/",
+            ),
+            (
+                "host=h user=app password=Zq7 dbname=db",
+                "host=h user=app password=*** dbname=db",
+            ),
+            (
+                "host=h password = 'Zq7 \\' x' dbname=db",
+                "host=h password = *** dbname=db",
+            ),
+            ("host=h PASSWORD=Zq7", "host=h PASSWORD=***"),
+            (
+                "jdbc:postgresql://h/db?user=app&password=Zq7",
+                "jdbc:postgresql://h/db?user=app&password=***",
+            ),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(redact_url(url), shown, "{url}");
+            assert!(!redact_url(url).contains("Zq7"), "{url}");
+        }
+        // Not secrets: shown as they are.
+        for plain in [
+            "postgres://app@h:5432/db?sslmode=disable&application_name=x",
+            "host=h user=app dbname=db",
+            "redis://h:6379/2?protocol=3",
+        ] {
+            assert_eq!(redact_url(plain), plain);
+        }
+        // Odd input never panics and hides what follows a secret name.
+        for odd in [
+            "password=",
+            "password='Zq7",
+            "host=h password=Zq7\\",
+            "é password=Zq7é",
+        ] {
+            assert!(!redact_url(odd).contains("Zq7"), "{odd}");
+        }
+    }
+
+    #[cfg(any(feature = "redis", feature = "postgres"))]
+    #[test]
+    fn secrets_a_driver_echoes_are_scrubbed() {
+        let url = "postgres://app:p%40Zq7@h/db?password=Zq8";
+        let message = "cannot parse postgres://app:p%40Zq7@h/db: password p@Zq7 or Zq8 is wrong";
+        let scrubbed = super::scrub_secrets(message, url);
+        assert!(
+            !scrubbed.contains("Zq7") && !scrubbed.contains("Zq8"),
+            "{scrubbed}"
+        );
+        assert!(scrubbed.contains("is wrong"), "{scrubbed}");
     }
 }

@@ -36,8 +36,8 @@ use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 
 use super::{
-    redact_url, Claim, ClaimReply, ClaimRequest, Completion, ListFilter, Page, RecordId,
-    Resolution, Resolved, Store, StoreOptions, DEFAULT_MAX_OUTCOME_BYTES,
+    nfc, redact_url, repeated_resolution, Claim, ClaimReply, ClaimRequest, Completion, ListFilter,
+    Page, RecordId, Resolution, Resolved, Store, StoreOptions, DEFAULT_MAX_OUTCOME_BYTES,
 };
 use crate::error::StoreError;
 use crate::record::{Outcome, Record, RecordState, Status, Token, RECORD_FORMAT};
@@ -47,6 +47,10 @@ pub const DEFAULT_TABLE: &str = "idemkit_records";
 
 /// The schema, as shipped for migration tools (table `idemkit_records`).
 pub const SCHEMA_SQL: &str = include_str!("../../sql/postgres/001_idemkit_records.sql");
+
+/// The second migration: the index `newest` reads (`list` newest first).
+pub const CLAIMED_AT_INDEX_SQL: &str =
+    include_str!("../../sql/postgres/002_idemkit_records_claimed_at.sql");
 
 /// The most connections a store opens. They are opened as concurrent callers need them: a call
 /// takes an idle connection, or opens one more, or (at the limit) shares the least busy one,
@@ -83,11 +87,11 @@ pub fn validate_table_name(name: &str) -> Result<(), StoreError> {
     }
 }
 
-/// The schema DDL for `table` (validated).
+/// The schema DDL for `table` (validated): every file of `sql/postgres/`, in order.
 pub fn schema_sql(table: &str) -> Result<String, StoreError> {
     validate_table_name(table)?;
     let bare = table.rsplit('.').next().unwrap_or(table);
-    Ok(SCHEMA_SQL
+    Ok(format!("{SCHEMA_SQL}\n{CLAIMED_AT_INDEX_SQL}")
         .replace("idemkit_records_", &format!("{bare}_"))
         .replace("idemkit_records", table))
 }
@@ -179,6 +183,7 @@ struct Statements {
     release: Statement,
     get: Statement,
     list: Statement,
+    newest: Statement,
     resolve: Statement,
     forget: Statement,
     purge: Statement,
@@ -191,6 +196,7 @@ struct Sql {
     release: String,
     get: String,
     list: String,
+    newest: String,
     resolve: String,
     forget: String,
     purge: String,
@@ -303,6 +309,25 @@ ORDER BY c.tenant_key, c.key",
             ms("now.t"),
             record_columns("c"),
         );
+        // The newest first, read in the order of the claimed_at index (002). $1, $2: as for
+        // list; $3: limit.
+        let newest = format!(
+            "WITH {NOW_CTE}
+SELECT {}, {} FROM now LEFT JOIN LATERAL (
+  SELECT * FROM {table} AS l
+  WHERE l.expires_at > now.t
+    AND ($1::text IS NULL OR l.tenant_key = $1::text)
+    AND ($2::text IS NULL
+      OR ($2::text = 'completed' AND l.state = 'completed')
+      OR ($2::text = 'in-progress' AND l.state = 'in_progress' AND l.lease_end > now.t)
+      OR ($2::text = 'abandoned' AND l.state = 'in_progress' AND l.lease_end <= now.t))
+  ORDER BY l.claimed_at DESC, l.key
+  LIMIT $3::bigint
+) c ON true
+ORDER BY c.claimed_at DESC, c.key",
+            ms("now.t"),
+            record_columns("c"),
+        );
         // $3: expected token; $4: 'release' or 'complete'; $5..$7: outcome kind, JSON, ttl.
         let resolve = format!(
             "WITH {NOW_CTE},
@@ -344,6 +369,7 @@ AND expires_at <= date_trunc('milliseconds', clock_timestamp())"
             release,
             get,
             list,
+            newest,
             resolve,
             forget,
             purge,
@@ -403,9 +429,42 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-/// Whether a failed statement may be sent again on a fresh connection.
+/// Whether a failed statement may be sent again on a fresh connection: the connection closed or
+/// failed, or the server ended it (class 08, or 57P01-57P03: an administrator or a restart
+/// terminated the session; the server sends that as an error before it closes).
 fn broken_connection(e: &tokio_postgres::Error) -> bool {
-    e.is_closed() || (e.as_db_error().is_none() && e.code().is_none())
+    if e.is_closed() {
+        return true;
+    }
+    match e.code() {
+        None => e.as_db_error().is_none(),
+        Some(code) => {
+            let code = code.code();
+            code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+        }
+    }
+}
+
+/// A driver error as psql shows it: the server's own message (severity, SQLSTATE, message,
+/// detail and hint) when it answered one, else the error and its causes.
+fn error_text(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut text = format!("{} {}: {}", db.severity(), db.code().code(), db.message());
+        if let Some(detail) = db.detail() {
+            text.push_str(&format!(" (DETAIL: {detail})"));
+        }
+        if let Some(hint) = db.hint() {
+            text.push_str(&format!(" (HINT: {hint})"));
+        }
+        return text;
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
 }
 
 impl PostgresStore {
@@ -423,7 +482,8 @@ impl PostgresStore {
         validate_table_name(&table)?;
         let mut config: Config = url.parse().map_err(|e| {
             StoreError::Configuration(format!(
-                "bad PostgreSQL URL {shown}: {e}; use postgres://user[:password]@host[:port]/database"
+                "bad PostgreSQL URL {shown}: {}; use postgres://user[:password]@host[:port]/database",
+                error_text(&e)
             ))
         })?;
         if config.get_ssl_mode() == SslMode::Require {
@@ -491,10 +551,13 @@ impl PostgresStore {
     }
 
     async fn raw_connection(&self) -> Result<Client, StoreError> {
-        let (client, connection) =
-            self.config.connect(NoTls).await.map_err(|e| {
-                StoreError::unavailable(format!("cannot connect to {}: {e}", self.url))
-            })?;
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+            StoreError::unavailable(format!(
+                "cannot connect to {}: {}",
+                self.url,
+                error_text(&e)
+            ))
+        })?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 log::debug!("idemkit: PostgreSQL connection ended: {e}");
@@ -518,20 +581,22 @@ impl PostgresStore {
                         ))
                     } else {
                         StoreError::unavailable(format!(
-                            "cannot prepare the {text} statement on {}: {e}",
-                            self.url
+                            "cannot prepare the {text} statement on {}: {}",
+                            self.url,
+                            error_text(&e)
                         ))
                     }
                 })
             }
         };
         // Prepared concurrently: the connection pipelines them.
-        let (claim, complete, release, get, list, resolve, forget, purge) = tokio::try_join!(
+        let (claim, complete, release, get, list, newest, resolve, forget, purge) = tokio::try_join!(
             prepare("claim", &sql.claim),
             prepare("complete", &sql.complete),
             prepare("release", &sql.release),
             prepare("get", &sql.get),
             prepare("list", &sql.list),
+            prepare("newest", &sql.newest),
             prepare("resolve", &sql.resolve),
             prepare("forget", &sql.forget),
             prepare("purge", &sql.purge),
@@ -543,6 +608,7 @@ impl PostgresStore {
                 release,
                 get,
                 list,
+                newest,
                 resolve,
                 forget,
                 purge,
@@ -658,13 +724,14 @@ impl PostgresStore {
             ));
         }
         match e.as_db_error() {
-            Some(db) => StoreError::unavailable(format!(
-                "PostgreSQL at {} answered {}: {}",
+            Some(_) => StoreError::unavailable(format!(
+                "PostgreSQL at {} answered {}",
                 self.url,
-                db.code().code(),
-                db.message()
+                error_text(&e)
             )),
-            None => StoreError::unavailable(format!("PostgreSQL at {}: {e}", self.url)),
+            None => {
+                StoreError::unavailable(format!("PostgreSQL at {}: {}", self.url, error_text(&e)))
+            }
         }
     }
 }
@@ -842,10 +909,7 @@ impl Store for PostgresStore {
                 StoreError::Configuration(format!("bad list cursor {c:?} for the PostgreSQL store"))
             })?,
         };
-        let tenant_key: Option<String> = filter.tenant.as_ref().map(|t| match t {
-            None => "_".to_owned(),
-            Some(t) => format!("t{t}"),
-        });
+        let tenant_key = filter_tenant_key(filter);
         let status: Option<&str> = filter.status.map(Status::name);
         let limit = if filter.limit == 0 {
             1000
@@ -892,6 +956,35 @@ impl Store for PostgresStore {
         })
     }
 
+    async fn newest(&self, filter: &ListFilter) -> Result<Page, StoreError> {
+        let tenant_key = filter_tenant_key(filter);
+        let status: Option<&str> = filter.status.map(Status::name);
+        let limit = if filter.limit == 0 { 100 } else { filter.limit } as i64;
+        let rows = self
+            .run(true, |s| {
+                let tenant_key = &tenant_key;
+                async move {
+                    s.client
+                        .query(&s.statements.newest, &[tenant_key, &status, &limit])
+                        .await
+                }
+            })
+            .await?;
+        let mut now_ms = 0;
+        let mut records = Vec::with_capacity(rows.len());
+        for row in &rows {
+            now_ms = row.try_get(0).map_err(corrupt)?;
+            if let Some(record) = record_from_row(row, 1)? {
+                records.push(record);
+            }
+        }
+        Ok(Page {
+            records,
+            next_cursor: None,
+            now_ms,
+        })
+    }
+
     async fn resolve(
         &self,
         id: RecordId<'_>,
@@ -913,10 +1006,15 @@ impl Store for PostgresStore {
             }
         };
         // A row that changed between this statement's snapshot and its write is read again.
+        // A statement whose connection broke is sent once more (on a fresh connection); should
+        // the first one have landed, the second finds the outcome recorded: see
+        // `repeated_resolution`.
+        let sent = AtomicUsize::new(0);
         for _ in 0..3 {
             let row = self
-                .run(false, |s| {
+                .run(true, |s| {
                     let (key, token, json) = (&key, &token, &json);
+                    sent.fetch_add(1, Ordering::Relaxed);
                     async move {
                         s.client
                             .query_one(
@@ -934,7 +1032,12 @@ impl Store for PostgresStore {
             match record_from_row(&row, 1)? {
                 None => return Ok(Resolved::NotFound),
                 Some(r) if r.state == RecordState::Completed => {
-                    return Ok(Resolved::AlreadyCompleted(r))
+                    let answer = Resolved::AlreadyCompleted(r);
+                    return Ok(if sent.load(Ordering::Relaxed) > 1 {
+                        repeated_resolution(answer, expected, resolution)
+                    } else {
+                        answer
+                    });
                 }
                 Some(r) if r.token != expected => return Ok(Resolved::TokenMismatch(r)),
                 Some(_) => continue,
@@ -969,6 +1072,8 @@ RETURNING expires_at > date_trunc('milliseconds', clock_timestamp())",
     }
 
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
+        let tenant = tenant.map(nfc);
+        let tenant = tenant.as_deref();
         let mut removed = 0u64;
         loop {
             let n = self
@@ -1009,6 +1114,14 @@ RETURNING expires_at > date_trunc('milliseconds', clock_timestamp())",
     fn describe(&self) -> String {
         self.url.clone()
     }
+}
+
+/// The `tenant_key` a filter asks for (the NFC form of its tenant), or `None` for every tenant.
+fn filter_tenant_key(filter: &ListFilter) -> Option<String> {
+    filter.tenant.as_ref().map(|t| match t {
+        None => "_".to_owned(),
+        Some(t) => format!("t{}", nfc(t)),
+    })
 }
 
 /// A list cursor: the hex of the last row's tenant_key, a dot, its key.

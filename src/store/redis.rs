@@ -35,6 +35,8 @@
 //! to be sure. A `redis://` URL naming a cluster node is refused (it would answer `MOVED` for
 //! most keys), as is a `redis+cluster://` URL naming a server without cluster support.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -47,11 +49,12 @@ use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, RedisFuture, Script, Value};
 
 use super::{
-    redact_url, Claim, ClaimReply, ClaimRequest, Completion, ListFilter, Page, RecordId,
-    Resolution, Resolved, Store, StoreOptions, DEFAULT_MAX_OUTCOME_BYTES,
+    newest_first, nfc, redact_url, repeated_resolution, Claim, ClaimReply, ClaimRequest,
+    Completion, ListFilter, Page, RecordId, Resolution, Resolved, Store, StoreOptions,
+    DEFAULT_MAX_OUTCOME_BYTES,
 };
 use crate::error::StoreError;
-use crate::record::{Outcome, Record, RecordState, Token, RECORD_FORMAT};
+use crate::record::{Outcome, Record, RecordState, Status, Token, RECORD_FORMAT};
 
 /// The default key prefix.
 pub const DEFAULT_PREFIX: &str = "idemkit:";
@@ -372,7 +375,16 @@ impl Node {
             .map(|(host, port)| format!("{host}:{port}"))
     }
 
+    /// Sends `cmd` (read-only or safe to repeat) to this node; once more if the connection
+    /// broke (the connection reconnects meanwhile), as every store operation does.
     async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> Result<T, RedisError> {
+        match self.query_once(cmd).await {
+            Err(e) if broken_connection(&e) => self.query_once(cmd).await,
+            other => other,
+        }
+    }
+
+    async fn query_once<T: FromRedisValue>(&mut self, cmd: &Cmd) -> Result<T, RedisError> {
         match (self.routing(), &mut self.connection) {
             (Some(route), Connection::Cluster(c)) => {
                 let value = c.route_command(cmd, RoutingInfo::SingleNode(route)).await?;
@@ -385,7 +397,19 @@ impl Node {
     /// The answers of a pipeline of single-key commands (each safe to repeat). On a cluster
     /// node that refuses some of them because their slot moved meanwhile (`MOVED`/`ASK`), the
     /// commands are sent once more one by one, each routed by its key.
+    /// Sent once more if the connection broke.
     async fn pipeline(&mut self, pipe: &Pipeline, count: usize) -> Result<Vec<Value>, RedisError> {
+        match self.pipeline_once(pipe, count).await {
+            Err(e) if broken_connection(&e) => self.pipeline_once(pipe, count).await,
+            other => other,
+        }
+    }
+
+    async fn pipeline_once(
+        &mut self,
+        pipe: &Pipeline,
+        count: usize,
+    ) -> Result<Vec<Value>, RedisError> {
         match (self.routing(), &mut self.connection) {
             (Some(route), Connection::Cluster(c)) => {
                 match c.route_pipeline(pipe, 0, count, route).await {
@@ -512,6 +536,18 @@ impl RedisStore {
         store.refuse_cluster_node().await?;
         store.check_eviction_policy(options.allow_evicting).await?;
         Ok(store)
+    }
+
+    /// The SCAN pattern of the records a list filter asks for (its tenant in NFC form).
+    fn list_pattern(&self, filter: &ListFilter) -> String {
+        match &filter.tenant {
+            None => format!("{}*", glob_escape(&self.prefix)),
+            Some(tenant) => format!(
+                "{}{}:*",
+                glob_escape(&self.prefix),
+                tenant_segment(tenant.as_deref().map(nfc).as_deref())
+            ),
+        }
     }
 
     /// The key prefix (default `idemkit:`).
@@ -651,10 +687,12 @@ impl RedisStore {
     }
 
     async fn server_time(&self, connection: &mut Connection) -> Result<i64, StoreError> {
-        let (secs, micros): (i64, i64) = redis::cmd("TIME")
-            .query_async(connection)
-            .await
-            .map_err(|e| self.error(e))?;
+        let time = redis::cmd("TIME");
+        let answer = match time.query_async(connection).await {
+            Err(e) if broken_connection(&e) => time.query_async(connection).await,
+            other => other,
+        };
+        let (secs, micros): (i64, i64) = answer.map_err(|e| self.error(e))?;
         Ok(secs * 1000 + micros / 1000)
     }
 
@@ -680,11 +718,13 @@ impl RedisStore {
                 address: None,
             }]);
         };
-        let slots: Value = redis::cmd("CLUSTER")
-            .arg("SLOTS")
-            .query_async(&mut cluster.clone())
-            .await
-            .map_err(|e| self.error(e))?;
+        let mut cluster = cluster.clone();
+        let command = redis::cmd("CLUSTER").arg("SLOTS").to_owned();
+        let slots: Value = match command.query_async(&mut cluster).await {
+            Err(e) if broken_connection(&e) => command.query_async(&mut cluster).await,
+            other => other,
+        }
+        .map_err(|e| self.error(e))?;
         let mut addresses = Vec::new();
         for range in items(slots)? {
             let mut parts = items(range)?.into_iter().skip(2);
@@ -958,6 +998,45 @@ fn node_address(name: &str) -> Option<(String, u16)> {
     Some((host.to_owned(), port.parse().ok()?))
 }
 
+/// A candidate of `newest`: ordered so that the greater is the newer (`claimed_at`, then the
+/// smaller key hex).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Ranked {
+    claimed_at: i64,
+    hex: Reverse<String>,
+    key: String,
+    node: usize,
+}
+
+/// From `HMGET claimed_at expires_at state lease_end`: the record's `claimed_at` when it is
+/// live and passes the filter's status, else `None` (gone, expired, or another status).
+fn ranking_fields(answer: Value, now: i64, filter: &ListFilter) -> Result<Option<i64>, StoreError> {
+    if let Value::ServerError(e) = &answer {
+        return Err(StoreError::unavailable(format!("Redis: {e:?}")));
+    }
+    let fields = items(answer)?;
+    let field = |i: usize| fields.get(i).filter(|v| !matches!(v, Value::Nil));
+    let (Some(claimed_at), Some(expires_at), Some(state)) = (field(0), field(1), field(2)) else {
+        return Ok(None);
+    };
+    if now >= number(expires_at)? {
+        return Ok(None);
+    }
+    if let Some(wanted) = filter.status {
+        let status = match text(state)?.as_str() {
+            "completed" => Status::Completed,
+            _ => match field(3) {
+                Some(lease_end) if now < number(lease_end)? => Status::InProgress,
+                _ => Status::Abandoned,
+            },
+        };
+        if status != wanted {
+            return Ok(None);
+        }
+    }
+    Ok(Some(number(claimed_at)?))
+}
+
 /// The sum of the integer answers of a pipeline (deleted counts).
 fn sum(values: &[Value]) -> Result<u64, StoreError> {
     let mut total = 0u64;
@@ -1084,14 +1163,7 @@ impl Store for RedisStore {
         } else {
             filter.limit
         };
-        let pattern = match &filter.tenant {
-            None => format!("{}*", glob_escape(&self.prefix)),
-            Some(tenant) => format!(
-                "{}{}:*",
-                glob_escape(&self.prefix),
-                tenant_segment(tenant.as_deref())
-            ),
-        };
+        let pattern = self.list_pattern(filter);
         let mut connection = self.connection();
         let now = self.server_time(&mut connection).await?;
         // On a cluster: every primary's `host:port`, in the order pages visit them.
@@ -1202,23 +1274,134 @@ impl Store for RedisStore {
                     .arg((*ttl_ms).min(MAX_SPAN_MS));
             }
         }
-        // Not repeated on a broken connection: a resolution that landed would read as refused.
+        // Sent once more on a broken connection, like every operation; should the first one
+        // have landed, the second finds the outcome recorded (see `repeated_resolution`).
         let mut connection = self.connection();
-        let value: Value = invocation
-            .invoke_async(&mut connection)
-            .await
-            .map_err(|e| self.error(e))?;
+        let (value, repeated): (Value, bool) = match invocation.invoke_async(&mut connection).await
+        {
+            Ok(value) => (value, false),
+            Err(e) if broken_connection(&e) => (
+                invocation
+                    .invoke_async(&mut connection)
+                    .await
+                    .map_err(|e| self.error(e))?,
+                true,
+            ),
+            Err(e) => return Err(self.error(e)),
+        };
         let (answer, _, rest) = reply(value)?;
-        match answer.as_str() {
-            "done" => Ok(Resolved::Done),
-            "not_found" => Ok(Resolved::NotFound),
-            "already_completed" => Ok(Resolved::AlreadyCompleted(record_in(rest)?)),
-            "token_mismatch" => Ok(Resolved::TokenMismatch(record_in(rest)?)),
-            other => Err(StoreError::Corrupt(format!(
-                "unexpected resolve answer {other:?} from {}",
-                self.url
-            ))),
+        let answer = match answer.as_str() {
+            "done" => Resolved::Done,
+            "not_found" => Resolved::NotFound,
+            "already_completed" => Resolved::AlreadyCompleted(record_in(rest)?),
+            "token_mismatch" => Resolved::TokenMismatch(record_in(rest)?),
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "unexpected resolve answer {other:?} from {}",
+                    self.url
+                )))
+            }
+        };
+        Ok(if repeated {
+            repeated_resolution(answer, expected, resolution)
+        } else {
+            answer
+        })
+    }
+
+    async fn newest(&self, filter: &ListFilter) -> Result<Page, StoreError> {
+        let limit = if filter.limit == 0 { 100 } else { filter.limit };
+        let pattern = self.list_pattern(filter);
+        let now = self.server_time(&mut self.connection()).await?;
+        // Every primary is scanned whole, reading only what ranks and filters a record
+        // (claimed_at and the status fields); the best `limit` (and a few spare, for records
+        // that change meanwhile) are kept, then read whole.
+        let keep = limit + 16;
+        let mut best: BinaryHeap<Reverse<Ranked>> = BinaryHeap::with_capacity(keep + 1);
+        let mut primaries = self.primaries().await?;
+        for (index, primary) in primaries.iter_mut().enumerate() {
+            let mut cursor = 0u64;
+            loop {
+                let (next, keys) = self.scan(primary, cursor, &pattern, SCAN_BATCH * 2).await?;
+                let keys: Vec<String> = keys
+                    .into_iter()
+                    .filter(|k| k.strip_prefix(&self.prefix).is_some_and(is_record_suffix))
+                    .collect();
+                if !keys.is_empty() {
+                    let mut pipe = redis::pipe();
+                    for key in &keys {
+                        pipe.cmd("HMGET")
+                            .arg(key)
+                            .arg("claimed_at")
+                            .arg("expires_at")
+                            .arg("state")
+                            .arg("lease_end");
+                    }
+                    let answers = primary
+                        .pipeline(&pipe, keys.len())
+                        .await
+                        .map_err(|e| self.error(e))?;
+                    for (key, answer) in keys.into_iter().zip(answers) {
+                        let Some(claimed_at) = ranking_fields(answer, now, filter)? else {
+                            continue;
+                        };
+                        let hex = key.rsplit(':').next().unwrap_or_default().to_owned();
+                        best.push(Reverse(Ranked {
+                            claimed_at,
+                            hex: Reverse(hex),
+                            key,
+                            node: index,
+                        }));
+                        if best.len() > keep {
+                            best.pop();
+                        }
+                    }
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
         }
+        // Read the chosen records whole, from the node that holds each.
+        let mut chosen: Vec<Ranked> = best.into_iter().map(|Reverse(r)| r).collect();
+        chosen.sort_by(|a, b| b.cmp(a));
+        let mut records = Vec::with_capacity(chosen.len());
+        for (index, primary) in primaries.iter_mut().enumerate() {
+            let keys: Vec<&str> = chosen
+                .iter()
+                .filter(|r| r.node == index)
+                .map(|r| r.key.as_str())
+                .collect();
+            if keys.is_empty() {
+                continue;
+            }
+            let mut pipe = redis::pipe();
+            for key in &keys {
+                pipe.cmd("HGETALL").arg(*key);
+            }
+            let hashes = primary
+                .pipeline(&pipe, keys.len())
+                .await
+                .map_err(|e| self.error(e))?;
+            for hash in hashes {
+                let flat = items(hash)?;
+                if flat.is_empty() {
+                    continue;
+                }
+                let record = record_from_hash(&flat)?;
+                if !record.is_expired(now) && filter.matches(&record, now) {
+                    records.push(record);
+                }
+            }
+        }
+        records.sort_by(newest_first);
+        records.truncate(limit);
+        Ok(Page {
+            records,
+            next_cursor: None,
+            now_ms: now,
+        })
     }
 
     async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {
@@ -1235,7 +1418,12 @@ impl Store for RedisStore {
     }
 
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
-        let pattern = format!("{}{}:*", glob_escape(&self.prefix), tenant_segment(tenant));
+        let tenant = tenant.map(nfc);
+        let pattern = format!(
+            "{}{}:*",
+            glob_escape(&self.prefix),
+            tenant_segment(tenant.as_deref())
+        );
         let mut removed = 0u64;
         for mut primary in self.primaries().await? {
             let mut cursor = 0u64;
@@ -1271,11 +1459,8 @@ impl Store for RedisStore {
         // removed by hand) and deletes it, each key checked atomically on the server's clock.
         let pattern = format!("{}*", glob_escape(&self.prefix));
         // SCRIPT LOAD: on a cluster the client sends it to every primary.
-        PURGE_ONE
-            .prepare_invoke()
-            .load_async(&mut self.connection())
-            .await
-            .map_err(|e| self.error(e))?;
+        self.run(|mut c| async move { PURGE_ONE.prepare_invoke().load_async(&mut c).await })
+            .await?;
         let mut removed = 0u64;
         for mut primary in self.primaries().await? {
             let mut cursor = 0u64;

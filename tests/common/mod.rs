@@ -394,3 +394,136 @@ pub async fn assert_unavailable_within<T: std::fmt::Debug, E: std::fmt::Debug>(
     let took = started.elapsed();
     assert!(took < within, "failing took {took:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Tenants in NFC form, and the newest records first.
+
+/// SPEC v1.1 rule 1 on a store: a record made under the NFC tenant `é` (U+00E9) is listed and
+/// forgotten under its decomposed spelling `e` + U+0301 as well.
+pub async fn check_tenants_are_taken_in_nfc_form(store: Arc<dyn Store>) {
+    let suffix = &Token::random().hex()[..8];
+    let composed = format!("caf\u{e9}-{suffix}");
+    let decomposed = format!("cafe\u{301}-{suffix}");
+    assert_ne!(composed, decomposed);
+    let key = idemkit::testing::random_key();
+    let id = RecordId {
+        tenant: Some(&composed),
+        key: &key,
+    };
+    let reply = store
+        .claim(&claim_request(
+            id,
+            "nfc_test",
+            Token::random(),
+            60_000,
+            60_000,
+        ))
+        .await
+        .unwrap();
+    assert!(matches!(reply.claim, Claim::Acquired { .. }));
+    let filter = idemkit::store::ListFilter {
+        tenant: Some(Some(decomposed.clone())),
+        ..Default::default()
+    };
+    let page = store.list(&filter, None).await.unwrap();
+    let keys: Vec<&str> = page.records.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, [key.hex()], "list --tenant in decomposed form");
+    let newest = store.newest(&filter).await.unwrap();
+    assert_eq!(
+        newest.records.len(),
+        1,
+        "newest --tenant in decomposed form"
+    );
+    assert_eq!(
+        store.forget(Some(&decomposed)).await.unwrap(),
+        1,
+        "forget(\"e\\u{{301}}\") removes the record made under \"\\u{{e9}}\""
+    );
+    assert!(store.get(id).await.unwrap().0.is_none());
+}
+
+/// Claims five records for `tenant` a few milliseconds apart and answers their keys, newest
+/// first.
+pub async fn claim_five_newest(store: &Arc<dyn Store>, tenant: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(3)).await;
+        let key = idemkit::testing::random_key();
+        let id = RecordId {
+            tenant: Some(tenant),
+            key: &key,
+        };
+        let reply = store
+            .claim(&claim_request(
+                id,
+                "newest_test",
+                Token::random(),
+                600_000,
+                600_000,
+            ))
+            .await
+            .unwrap();
+        assert!(matches!(reply.claim, Claim::Acquired { .. }));
+        keys.push(key.hex());
+    }
+    keys.reverse();
+    keys
+}
+
+/// Checks that `store.newest` answers `newest` (keys, newest first) as the five newest records,
+/// also for their tenant and with the `in-progress` status, and that `idemkit list --limit 5`
+/// (when the CLI is built) prints them in that order. `cli_store` are the CLI's store options.
+pub async fn check_newest_first(
+    store: &Arc<dyn Store>,
+    tenant: &str,
+    newest: &[String],
+    cli_store: &[&str],
+) {
+    use idemkit::store::ListFilter;
+    let keys = |page: idemkit::store::Page| -> Vec<String> {
+        page.records.into_iter().map(|r| r.key).collect()
+    };
+    let five = ListFilter {
+        limit: 5,
+        ..Default::default()
+    };
+    assert_eq!(keys(store.newest(&five).await.unwrap()), newest);
+    let tenant_five = ListFilter {
+        tenant: Some(Some(tenant.to_owned())),
+        ..five.clone()
+    };
+    assert_eq!(keys(store.newest(&tenant_five).await.unwrap()), newest);
+    let in_progress = ListFilter {
+        status: Some(Status::InProgress),
+        limit: 3,
+        ..Default::default()
+    };
+    assert_eq!(keys(store.newest(&in_progress).await.unwrap()), newest[..3]);
+    let Some(cli) = option_env!("CARGO_BIN_EXE_idemkit") else {
+        eprintln!("SKIPPED (CLI part): build with --features cli");
+        return;
+    };
+    let started = Instant::now();
+    let output = Command::new(cli)
+        .args(["list", "--limit", "5", "--json"])
+        .args(cli_store)
+        .output()
+        .unwrap();
+    eprintln!("idemkit list --limit 5 took {:?}", started.elapsed());
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            value["key"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        printed, newest,
+        "idemkit list --limit 5 shows the newest first"
+    );
+}

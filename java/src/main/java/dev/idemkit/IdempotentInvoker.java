@@ -13,7 +13,6 @@ final class IdempotentInvoker {
     private static final System.Logger LOG = System.getLogger("dev.idemkit");
     /** The longest a single native call may block (SPEC §7: about 100 ms). */
     static final int STEP_BUDGET_MS = 100;
-    private static final byte[] NOTHING = new byte[0];
 
     private IdempotentInvoker() {
     }
@@ -52,6 +51,14 @@ final class IdempotentInvoker {
     /** How results cross the store: JSON bytes out, the declared type back in. */
     interface ResultCodec {
         byte[] encode(Object result) throws Exception;
+
+        /** The declared result type, for messages. */
+        String type();
+
+        /** The value {@link #encode} writes (a web-service response's body value). */
+        default Object value(Object result) {
+            return result;
+        }
 
         /**
          * The remembered result, read from a native answer: its JSON runs from {@code offset} to the
@@ -143,11 +150,17 @@ final class IdempotentInvoker {
             try {
                 json = codec.encode(result);
             } catch (Exception unencodable) {
-                // The body ran: never run it again. The claim is left to become abandoned.
-                NativeBridge.succeed(attempt, NOTHING, 0);
-                LOG.log(System.Logger.Level.WARNING, "idemkit: the result of `{0}` (key {1}) does not serialise as JSON,"
-                        + " so it was not recorded and its claim will become abandoned: {2}", tool.name, key, unencodable);
-                return result;
+                // SPEC v1.1 rule 6: reported to the core as a failure of the body, which settles it.
+                String type = ResultTypes.describe(codec.value(result), codec.type());
+                UnencodableResultException failure = new UnencodableResultException("`" + tool.name + "` returned a "
+                        + type + " that could not be written as JSON, so it was not recorded and the call counts as"
+                        + " failed: " + unencodable.getMessage(), tool.name, key, type, unencodable);
+                String detail = NativeBridge.fail(attempt, failure.getClass().getName(), failure.getMessage());
+                if (detail != null) {
+                    LOG.log(System.Logger.Level.WARNING, "idemkit: `{0}` failed and its claim could not be settled: {1}",
+                            tool.name, detail);
+                }
+                throw failure;
             }
             String detail = NativeBridge.succeed(attempt, json, json.length);
             if (detail != null) {

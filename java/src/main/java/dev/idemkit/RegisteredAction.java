@@ -121,6 +121,16 @@ final class RegisteredAction {
                 Object value = nothing ? null : resultReader.readValue(answer, offset, answer.length - offset);
                 return WebServiceResponse.replayed(value, NativeBridge.key(answer));
             }
+
+            @Override
+            public String type() {
+                return returnType.toCanonical();
+            }
+
+            @Override
+            public Object value(Object outcome) {
+                return ((WebServiceResponse<?>) outcome).value();
+            }
         };
     }
 
@@ -235,6 +245,12 @@ final class RegisteredAction {
                     + httpMethod + " request has no body; use paramType = QUERY or PATH");
         }
 
+        JavaType returnType = mapper.getTypeFactory().constructType(method.getGenericReturnType());
+        Class<?> rawReturn = returnType.getRawClass();
+        if (rawReturn != String.class && rawReturn != byte[].class) {
+            ResultTypes.requireRoundTrip(mapper, returnType, where);
+        }
+
         long ttl = policy == null ? 3600 : policy.ttlSeconds();
         long lease = policy == null ? 300 : policy.leaseSeconds();
         String onCacheHit = policy == null ? RetryBehavior.RETURN_CACHED.name() : policy.onCacheHit().name();
@@ -244,7 +260,6 @@ final class RegisteredAction {
                 ws.timeoutMs(), params.keySet().toArray(new String[0]));
         IdempotentInvoker.NativeTool nativeTool = new IdempotentInvoker.NativeTool(name, strategy, ws.timeoutMs() > 0,
                 handle);
-        JavaType returnType = mapper.getTypeFactory().constructType(method.getGenericReturnType());
         return new RegisteredAction(name, ws.description(), httpMethod, paramType, ws.timeoutMs(), strategy, supplier,
                 nativeTool, returnType, Collections.unmodifiableList(template), Collections.unmodifiableMap(params),
                 Collections.unmodifiableSet(pathNames), mapper);

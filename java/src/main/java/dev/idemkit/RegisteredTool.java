@@ -89,6 +89,11 @@ final class RegisteredTool {
             public Object decode(byte[] answer, int offset) throws Exception {
                 return isVoid ? null : reader.readValue(answer, offset, answer.length - offset);
             }
+
+            @Override
+            public String type() {
+                return returnType.toCanonical();
+            }
         };
     }
 
@@ -176,6 +181,9 @@ final class RegisteredTool {
             }
         }
 
+        JavaType returnType = mapper.getTypeFactory().constructType(method.getGenericReturnType());
+        ResultTypes.requireRoundTrip(mapper, returnType, where);
+
         long ttl = policy == null ? 3600 : policy.ttlSeconds();
         long lease = policy == null ? 300 : policy.leaseSeconds();
         String onCacheHit = policy == null ? RetryBehavior.RETURN_CACHED.name() : policy.onCacheHit().name();
@@ -185,7 +193,6 @@ final class RegisteredTool {
                 tool.timeoutMs(), checkable);
         IdempotentInvoker.NativeTool nativeTool = new IdempotentInvoker.NativeTool(name, strategy, tool.timeoutMs() > 0, handle);
         method.setAccessible(true);
-        JavaType returnType = mapper.getTypeFactory().constructType(method.getGenericReturnType());
         return new RegisteredTool(name, tool.description(), target, method, tool.idempotencyHint(), strategy, supplier,
                 nativeTool, returnType, params, mapper);
     }

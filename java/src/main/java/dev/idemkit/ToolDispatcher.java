@@ -2,7 +2,6 @@ package dev.idemkit;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.type.TypeReference;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.lang.ref.Reference;
@@ -306,7 +305,10 @@ public final class ToolDispatcher {
             return this;
         }
 
-        /** The mapper that converts arguments and results (default: a plain {@link ObjectMapper}). */
+        /**
+         * The mapper that converts arguments and results, used as it is (default: one with the
+         * java.time and JDK 8 modules, dates as ISO-8601 text, unknown members ignored).
+         */
         public Builder objectMapper(ObjectMapper mapper) {
             this.mapper = mapper;
             return this;
@@ -320,8 +322,7 @@ public final class ToolDispatcher {
          *     keyArguments, timeoutMs ≥ lease), a duplicate tool name
          */
         public ToolDispatcher build() {
-            ObjectMapper m = mapper != null ? mapper
-                    : new ObjectMapper().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+            ObjectMapper m = mapper != null ? mapper : ResultTypes.defaultMapper();
             NativeIdempotencyStore s;
             if (store == null) {
                 s = new InMemoryIdempotencyStore();

@@ -750,7 +750,10 @@ public final class WebServiceExecutor {
             return this;
         }
 
-        /** The mapper that reads response bodies and remembered results (default: a plain {@link ObjectMapper}). */
+        /**
+         * The mapper that reads response bodies and remembered results, used as it is (default: one
+         * with the java.time and JDK 8 modules, dates as ISO-8601 text, unknown members ignored).
+         */
         public Builder objectMapper(ObjectMapper mapper) {
             this.mapper = mapper;
             return this;
@@ -781,8 +784,7 @@ public final class WebServiceExecutor {
                             + " without a query, like https://api.example.com/v1");
                 }
             }
-            ObjectMapper m = mapper != null ? mapper
-                    : new ObjectMapper().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
+            ObjectMapper m = mapper != null ? mapper : ResultTypes.defaultMapper();
             Map<String, List<String>> fixed = new LinkedHashMap<>();
             headers.forEach((name, values) -> fixed.put(name, List.copyOf(values)));
             return new Registry(s, client != null ? client : HttpClient.newHttpClient(), baseUri,
