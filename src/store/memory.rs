@@ -609,6 +609,9 @@ mod tests {
             ) -> Result<Resolved, StoreError> {
                 self.0.resolve(id, expected, resolution).await
             }
+            async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {
+                self.0.delete(id).await
+            }
             async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
                 self.0.forget(tenant).await
             }
