@@ -5,7 +5,7 @@
 #   3. tests/c/idemkit_test.c, linked against the shared and the static library, passes;
 #   4. it passes again under valgrind with no errors and no definitely-lost bytes.
 # Installs cbindgen when it is missing. Usage: scripts/c-test.sh
-# Environment: IDEMKIT_VECTORS (path of keys-v1.json, default ../shared/vectors/keys-v1.json),
+# Environment: IDEMKIT_VECTORS (path of keys-v1.json, default tests/vectors/keys-v1.json),
 #              IDEMKIT_C_FEATURES (cargo features, default capi plus redis when the crate has it),
 #              IDEMKIT_REDIS_URL (a Redis server: calls also run on it, when built with redis),
 #              IDEMKIT_SKIP_VALGRIND=1 (skip step 4, for machines without valgrind).
@@ -91,7 +91,7 @@ gcc -std=c11 -Wall -Wextra -Werror -Iinclude "$work/send_email.c" -o "$work/send
 diff -u "$work/send_email.expected" "$work/send_email.out"
 echo "README example: ok"
 
-vectors=${IDEMKIT_VECTORS:-$root/../shared/vectors/keys-v1.json}
+vectors=${IDEMKIT_VECTORS:-$root/tests/vectors/keys-v1.json}
 [ -f "$vectors" ] || { echo "cannot read the key vectors at $vectors; set IDEMKIT_VECTORS"; exit 1; }
 python3 tests/c/vectors_to_lines.py "$vectors" >"$work/vectors.txt"
 

@@ -9,6 +9,11 @@
 # All servers keep their data under <repo>/.idemkit-run/ and listen on 127.0.0.1 only, on ports
 # that do not clash with a system server: Redis on 6390, PostgreSQL on 5440, and a 3-primary Redis
 # Cluster (no replicas) on 7001-7003 (IDEMKIT_REDIS_CLUSTER_PORTS; IDEMKIT_REDIS_CLUSTER=0 skips it).
+#
+# Root: only installing missing packages needs it (apt-get). As root, PostgreSQL runs as the
+# `postgres` system user (it refuses to run as root); as any other user, the servers run as that
+# user, so a user without root installs the packages (redis-server redis-tools postgresql
+# postgresql-client) once, or runs their own servers and exports the variables `env` prints.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +28,22 @@ CLUSTER_URL="redis+cluster://$(printf '127.0.0.1:%s,' "${CLUSTER_PORTS[@]}" | se
 POSTGRES_URL="postgres://postgres@127.0.0.1:$PG_PORT/$PG_DB"
 
 log() { echo "services: $*" >&2; }
+
+# PostgreSQL refuses to run as root: as root, its tools run as the `postgres` system user (which
+# owns the data directory); as any other user, as that user.
+as_postgres() {
+    if [[ $(id -u) -eq 0 ]]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+give_to_postgres() {
+    if [[ $(id -u) -eq 0 ]]; then
+        chown postgres: "$@"
+    fi
+}
 
 pg_bindir() {
     local dir
@@ -166,15 +187,15 @@ start_postgres() {
     bin="$(pg_bindir)"
     if ! pg_up; then
         mkdir -p "$RUN" "$sock"
-        chown postgres: "$sock"
+        give_to_postgres "$sock"
         if [[ ! -s $data/PG_VERSION ]]; then
             mkdir -p "$data"
-            chown postgres: "$data"
+            give_to_postgres "$data"
             chmod 700 "$data"
             log "initdb $data"
-            runuser -u postgres -- "$bin/initdb" -D "$data" -U postgres --auth=trust \
+            as_postgres "$bin/initdb" -D "$data" -U postgres --auth=trust \
                 -E UTF8 --locale=C.UTF-8 >"$RUN/initdb.log" 2>&1 ||
-                runuser -u postgres -- "$bin/initdb" -D "$data" -U postgres --auth=trust \
+                as_postgres "$bin/initdb" -D "$data" -U postgres --auth=trust \
                     -E UTF8 --locale=C >"$RUN/initdb.log" 2>&1
             cat >>"$data/postgresql.conf" <<EOF
 # idemkit test server (scripts/services.sh)
@@ -187,8 +208,8 @@ pg_stat_statements.track = all
 EOF
         fi
         touch "$RUN/postgres.log"
-        chown postgres: "$RUN/postgres.log"
-        runuser -u postgres -- "$bin/pg_ctl" -D "$data" -l "$RUN/postgres.log" -w -t 60 start >&2
+        give_to_postgres "$RUN/postgres.log"
+        as_postgres "$bin/pg_ctl" -D "$data" -l "$RUN/postgres.log" -w -t 60 start >&2
         wait_for "postgresql on port $PG_PORT" pg_up_any
     else
         log "postgresql already answers on 127.0.0.1:$PG_PORT"
@@ -251,7 +272,7 @@ stop_postgres() {
     if [[ -s $data/postmaster.pid ]]; then
         bin="$(pg_bindir)"
         log "stopping postgresql ($data)"
-        runuser -u postgres -- "$bin/pg_ctl" -D "$data" -m fast -w stop >&2 || true
+        as_postgres "$bin/pg_ctl" -D "$data" -m fast -w stop >&2 || true
     else
         log "no postgresql started by this script"
     fi

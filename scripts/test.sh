@@ -1,66 +1,161 @@
 #!/usr/bin/env bash
 # Runs every idemkit test: Rust (core, stores, CLI, C ABI), the C program under valgrind, and Java.
 # Installs and starts what it needs (Redis and PostgreSQL on private ports, cbindgen) and stops
-# what it started. Usage: scripts/test.sh
-set -euo pipefail
+# what it started.
+#
+#   scripts/test.sh [step...]   steps: fmt clippy rust c java (default: all, in that order)
+#
+# Every step runs even when an earlier one failed; the run ends with one line
+# `total: N passed, N failed, N skipped` and exits non-zero if any step failed. A step that fails
+# without reporting a failed test (formatting, lints, a build error) counts as one failure.
+#
+# Environment: IDEMKIT_SKIP_SERVICES=1 uses servers you run yourself instead of starting them:
+# set IDEMKIT_REDIS_URL and IDEMKIT_POSTGRES_URL (and IDEMKIT_REDIS_CLUSTER_URL for the cluster
+# tests), as `scripts/services.sh env` prints them.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 log_dir="$root/.idemkit-run/logs"
 mkdir -p "$log_dir"
-summary="$log_dir/test-summary.log"
-: >"$summary"
 
-step() { printf '\n==> %s\n' "$*"; }
+all_steps=(fmt clippy rust c java)
+steps=("$@")
+if ((${#steps[@]} == 0)); then
+  steps=("${all_steps[@]}")
+fi
+for s in "${steps[@]}"; do
+  case " ${all_steps[*]} " in
+  *" $s "*) ;;
+  *)
+    echo "scripts/test.sh: unknown step \`$s\`; the steps are: ${all_steps[*]}" >&2
+    exit 2
+    ;;
+  esac
+done
+wants() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 
-# Runs a command, showing its output and keeping a copy for the summary.
-run_logged() {
+header() { printf '\n==> %s\n' "$*"; }
+
+# Names of the steps that failed, in order; the summary counts each as at least one failure.
+failed_steps=()
+
+# Runs one step: shows its output, keeps a copy in <log_dir>/<name>.log for the summary, and
+# records a failure instead of ending the run.
+step() {
   local name=$1
   shift
   "$@" 2>&1 | tee "$log_dir/$name.log"
-  return "${PIPESTATUS[0]}"
+  local status=${PIPESTATUS[0]}
+  if ((status != 0)); then
+    echo "scripts/test.sh: step \`$name\` failed (exit status $status); log: $log_dir/$name.log"
+    failed_steps+=("$name")
+  fi
 }
+
+# The logs of this run only: a log left by an earlier run must not be counted again.
+rm -f "$log_dir"/*.log
 
 export CARGO_TERM_COLOR=never
 features="redis,postgres,testing,cli,capi"
+native=java/native/Cargo.toml
 
-step "services: Redis and PostgreSQL on 127.0.0.1"
-# Stop the servers at the end only if this run started them (another run may be using them).
-if scripts/services.sh status >/dev/null 2>&1; then
-  echo "services already up: leaving them running afterwards"
-else
-  trap 'scripts/services.sh stop || true' EXIT
+if wants rust || wants c || wants java; then
+  header "services: Redis and PostgreSQL on 127.0.0.1"
+  if [[ ${IDEMKIT_SKIP_SERVICES:-0} == 1 ]]; then
+    missing=()
+    [[ -n ${IDEMKIT_REDIS_URL:-} ]] || missing+=(IDEMKIT_REDIS_URL)
+    [[ -n ${IDEMKIT_POSTGRES_URL:-} ]] || missing+=(IDEMKIT_POSTGRES_URL)
+    if ((${#missing[@]} > 0)); then
+      echo "scripts/test.sh: IDEMKIT_SKIP_SERVICES=1 needs $(IFS=,; echo "${missing[*]}" | sed 's/,/ and /') set to your own servers" \
+        "(e.g. redis://127.0.0.1:6379/0, postgres://user@127.0.0.1:5432/db); set them or unset IDEMKIT_SKIP_SERVICES" >&2
+      exit 2
+    fi
+    echo "IDEMKIT_SKIP_SERVICES=1: using the servers in IDEMKIT_REDIS_URL, IDEMKIT_POSTGRES_URL" \
+      "${IDEMKIT_REDIS_CLUSTER_URL:+and IDEMKIT_REDIS_CLUSTER_URL }(nothing is started or stopped)"
+  else
+    # Stop the servers at the end only if this run started them (another run may be using them).
+    if scripts/services.sh status >/dev/null 2>&1; then
+      echo "services already up: leaving them running afterwards"
+    else
+      trap 'scripts/services.sh stop || true' EXIT
+    fi
+    step services scripts/services.sh start
+    eval "$(scripts/services.sh env)"
+  fi
 fi
-scripts/services.sh start
-eval "$(scripts/services.sh env)"
 
-step "format and lints"
-cargo fmt --all --check
-cargo clippy --all-targets --features "$features" -- -D warnings
+if wants fmt; then
+  header "format: the core and the JNI crate (java/native)"
+  step fmt cargo fmt --all --check
+  step fmt-native cargo fmt --manifest-path "$native" --check
+fi
 
-step "Rust tests (core, key vectors, stores against real servers, CLI, C ABI)"
-run_logged cargo cargo test --features "$features"
+if wants clippy; then
+  header "lints: the core and the JNI crate (java/native), warnings are errors"
+  step clippy cargo clippy --all-targets --features "$features" -- -D warnings
+  step clippy-native cargo clippy --manifest-path "$native" --all-targets --all-features -- -D warnings
+fi
 
-step "C ABI: header is current, C program passes, valgrind is clean"
-run_logged c scripts/c-test.sh
+if wants rust; then
+  header "Rust tests (core, key vectors, stores against real servers, CLI, C ABI)"
+  step cargo cargo test --no-fail-fast --features "$features"
+fi
 
-step "Java: JNI bindings, annotations, stores, web-service executor"
-run_logged java mvn -B -f java/pom.xml verify
+if wants c; then
+  header "C ABI: header is current, C program passes, valgrind is clean"
+  step c scripts/c-test.sh
+fi
+
+if wants java; then
+  header "Java: JNI bindings, annotations, stores, web-service executor"
+  step java mvn -B -f java/pom.xml verify
+fi
 
 # One closing line for the whole run.
-python3 - "$log_dir" <<'PY'
+python3 - "$log_dir" ${failed_steps[@]+"${failed_steps[@]}"} <<'PY'
 import re, sys, pathlib
 d = pathlib.Path(sys.argv[1])
-passed = failed = skipped = 0
-for m in re.finditer(r"test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored", (d / "cargo.log").read_text()):
-    passed += int(m[1]); failed += int(m[2]); skipped += int(m[3])
-for m in re.finditer(r"C tests: (\d+) passed, (\d+) failed", (d / "c.log").read_text()):
-    passed += int(m[1]); failed += int(m[2])
-java = (d / "java.log").read_text()
-runs = re.findall(r"Tests run: (\d+), Failures: (\d+), Errors: (\d+), Skipped: (\d+)\n", java)
-if runs:
+failed_steps = sys.argv[2:]
+
+def log(name):
+    path = d / f"{name}.log"
+    return path.read_text(errors="replace") if path.exists() else ""
+
+def cargo(text):
+    p = f = s = 0
+    for m in re.finditer(r"test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored", text):
+        p += int(m[1]); f += int(m[2]); s += int(m[3])
+    return p, f, s
+
+def c_tests(text):
+    p = f = 0
+    for m in re.finditer(r"C tests: (\d+) passed, (\d+) failed", text):
+        p += int(m[1]); f += int(m[2])
+    return p, f, 0
+
+def java(text):
+    p = f = s = 0
     # Surefire ends each module with a total line; take the totals (lines without "Time elapsed").
-    totals = re.findall(r"^\[\w+\] Tests run: (\d+), Failures: (\d+), Errors: (\d+), Skipped: (\d+)$", java, re.M)
-    for t, f, e, s in totals:
-        passed += int(t) - int(f) - int(e) - int(s); failed += int(f) + int(e); skipped += int(s)
+    for t, fl, e, sk in re.findall(
+            r"^\[\w+\] Tests run: (\d+), Failures: (\d+), Errors: (\d+), Skipped: (\d+)$", text, re.M):
+        p += int(t) - int(fl) - int(e) - int(sk); f += int(fl) + int(e); s += int(sk)
+    return p, f, s
+
+counters = {"cargo": cargo, "c": c_tests, "java": java}
+passed = failed = skipped = 0
+for name, count in counters.items():
+    p, f, s = count(log(name))
+    passed += p; failed += f; skipped += s
+    if name in failed_steps and f == 0:
+        failed += 1  # failed before (or without) reporting a failed test: a build error, a crash
+for name in failed_steps:
+    if name not in counters:
+        failed += 1  # services, fmt, fmt-native, clippy, clippy-native
+if failed_steps:
+    print("\nfailed steps: " + ", ".join(failed_steps))
 print(f"\ntotal: {passed} passed, {failed} failed, {skipped} skipped")
 PY
+
+if ((${#failed_steps[@]} > 0)); then
+  exit 1
+fi

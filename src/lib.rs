@@ -32,8 +32,9 @@
 //! # }
 //! ```
 //!
-//! See `SPEC.md` in the repository for the full contract: key derivation (§2), the claim
-//! protocol (§3) and the stores (§4).
+//! See `docs/SPEC.md` in the repository for the full contract: key derivation (§2), the claim
+//! protocol (§3) and the stores (§4); `docs/ARCHITECTURE.md` maps each rule of §3 to the function
+//! that carries it out.
 
 #[cfg(feature = "capi")]
 pub mod capi;

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 
 /**
- * The shared key vectors (SPEC §2) from Java: the JSON input handed to the dispatcher produces the
+ * The key vectors (SPEC §2, tests/vectors/keys-v1.json) from Java: the JSON input handed to the dispatcher produces the
  * vector's key, seen through {@link IdempotencyContext} inside a tool named as the vector's scope;
  * refusals throw {@link InvalidKeyException}. {@code native_numbers} from real doubles and floats.
  */
@@ -44,7 +44,7 @@ class KeyVectorsTest {
         String override = System.getenv("IDEMKIT_VECTORS");
         String fallback = System.getenv("IDEMKIT_VECTORS_DEFAULT");
         Path path = Path.of(override != null && !override.isEmpty() ? override
-                : fallback != null ? fallback : "../../shared/vectors/keys-v1.json");
+                : fallback != null ? fallback : "../tests/vectors/keys-v1.json");
         assertTrue(Files.exists(path), "the key vectors are missing at " + path.toAbsolutePath()
                 + " (set IDEMKIT_VECTORS); they are the contract, so this fails rather than skips");
         return new ObjectMapper().readTree(path.toFile());
