@@ -5,7 +5,10 @@
  * Usage: idemkit_test VECTORS_TXT
  *   VECTORS_TXT is keys-v1.json converted by tests/c/vectors_to_lines.py (scripts/c-test.sh
  *   does it). Compile with -DIDEMKIT_TEST_HAS_REDIS=1 when the library has the redis feature;
- *   then IDEMKIT_REDIS_URL (if set) also runs calls on a shared Redis store.
+ *   then IDEMKIT_REDIS_URL (if set) also runs calls on a shared Redis store. Likewise
+ *   -DIDEMKIT_TEST_HAS_POSTGRES=1 and IDEMKIT_POSTGRES_URL, whose database must hold the
+ *   table idemkit_c_test (sql/postgres/001_idemkit_records.sql with that name; c-test.sh
+ *   creates it).
  *
  * Prints "C tests: N passed, M failed" and exits non-zero when M > 0.
  */
@@ -17,7 +20,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +31,9 @@
 
 #ifndef IDEMKIT_TEST_HAS_REDIS
 #define IDEMKIT_TEST_HAS_REDIS 0
+#endif
+#ifndef IDEMKIT_TEST_HAS_POSTGRES
+#define IDEMKIT_TEST_HAS_POSTGRES 0
 #endif
 
 /* ---- a tiny harness ------------------------------------------------------------------ */
@@ -78,6 +87,34 @@ static long now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* ---- the shared servers (IDEMKIT_REDIS_URL, IDEMKIT_POSTGRES_URL) ------------------------ */
+
+/* The Redis URL when the library has the redis feature and the variable is set, else NULL. */
+static const char *redis_url(void) {
+    return IDEMKIT_TEST_HAS_REDIS ? getenv("IDEMKIT_REDIS_URL") : NULL;
+}
+
+/* The PostgreSQL URL when the library has the postgres feature and the variable is set. */
+static const char *postgres_url(void) {
+    return IDEMKIT_TEST_HAS_POSTGRES ? getenv("IDEMKIT_POSTGRES_URL") : NULL;
+}
+
+/* Opens a server store with this program's own key prefix (Redis) or table (PostgreSQL). */
+static idemkit_store *server_store(const char *url) {
+    idemkit_store_options options = {0};
+    options.key_prefix = "idemkit-c-test:";
+    options.table = "idemkit_c_test";
+    idemkit_store *store = NULL;
+    EXPECT_STATUS(idemkit_store_open(url, &options, &store), IDEMKIT_STATUS_OK);
+    return store;
+}
+
+/* A tenant no earlier run used, so reruns on the shared servers stay apart. */
+static void fresh_tenant(char *buf, size_t len, const char *what) {
+    static int n;
+    snprintf(buf, len, "c-test-%s-%ld-%ld-%d", what, (long)getpid(), now_ms(), ++n);
 }
 
 /* ---- helpers over the API ------------------------------------------------------------- */
@@ -669,6 +706,168 @@ static void tenants_and_runs_are_part_of_the_key(void) {
     idemkit_store_free(store);
 }
 
+/* ---- fork(): pre-fork servers (uWSGI, php-fpm, Apache prefork) ------------------------- */
+
+/* How long a forked child may take before it counts as hung (generous: valgrind is slow). */
+#define FORK_CHILD_BOUND_MS 30000
+
+/* Runs `child(arg)` in a process made by fork(), which exits 0 when all its checks passed.
+ * Answers that exit status, or -1 when the child had to be killed after `bound_ms` (it hung)
+ * or died by a signal. Never waits longer than the bound. */
+static int in_forked_child(void (*child)(void *), void *arg, long bound_ms) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        return -1;
+    }
+    if (pid == 0) {
+        current_failed = 0;
+        child(arg);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(current_failed ? 1 : 0);
+    }
+    long started = now_ms();
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) != pid) {
+        if (now_ms() - started > bound_ms) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fprintf(stderr, "  the forked child did not finish within %ld ms; it was killed\n", bound_ms);
+            return -1;
+        }
+        sleep_ms(10);
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    fprintf(stderr, "  the forked child died by signal %d\n", WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+    return -1;
+}
+
+struct fork_case {
+    idemkit_store *stores[2]; /* Redis and PostgreSQL (NULL when not configured) */
+    const char *urls[2];
+    idemkit_store *memory;
+    idemkit_tool *tool;       /* timeout_ms 2000 */
+    idemkit_call *held;       /* begun in the parent and not finished there yet */
+    char tenant[96];
+};
+
+/* Begins `input`, expects EXECUTE and completes it with `result_json`. */
+static void run_once_as(idemkit_store *store, idemkit_tool *tool, const char *tenant, const char *input,
+                        const char *result_json) {
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, input, &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "%s runs: answer %d", input, (int)r.answer);
+    if (call) {
+        idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+        EXPECT_STATUS(idemkit_complete(call, result_json, &recording), IDEMKIT_STATUS_OK);
+        EXPECT(recording == IDEMKIT_RECORDING_RECORDED, "%s recorded: %d (%s)", input, (int)recording,
+               recording == IDEMKIT_RECORDING_RECORDED ? "-" : last_message());
+    }
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+}
+
+/* Begins `input` and expects the remembered `result_json`. */
+static void expect_cached_as(idemkit_store *store, idemkit_tool *tool, const char *tenant, const char *input,
+                             const char *result_json) {
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, input, &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS && r.result_json && strcmp(r.result_json, result_json) == 0,
+           "%s: answer %d, result %s, wanted %s", input, (int)r.answer, r.result_json ? r.result_json : "(null)",
+           result_json);
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+}
+
+static void the_forked_child_works(void *arg) {
+    struct fork_case *c = arg;
+    /* The child's first idemkit call: a store the parent opened opens again in the child (the
+     * tool has a timeout, yet the old library waited forever here); it sees the parent's
+     * records and records the child's calls, on the same server. */
+    for (int i = 0; i < 2; i++) {
+        if (!c->stores[i]) continue;
+        expect_cached_as(c->stores[i], c->tool, c->tenant, "{\"by\":\"parent\"}", "\"parent\"");
+        run_once_as(c->stores[i], c->tool, c->tenant, "{\"by\":\"child, parent's store\"}", "\"child-inherited\"");
+    }
+    /* A store opened in the child works. */
+    for (int i = 0; i < 2; i++) {
+        if (!c->urls[i]) continue;
+        idemkit_store *own = server_store(c->urls[i]);
+        if (own) {
+            run_once_as(own, c->tool, c->tenant, "{\"by\":\"child, own store\"}", "\"child-own\"");
+            expect_cached_as(own, c->tool, c->tenant, "{\"by\":\"parent\"}", "\"parent\"");
+            idemkit_store_free(own);
+        }
+    }
+    /* The memory store has no connections: the child goes on with a copy of the parent's records. */
+    expect_cached_as(c->memory, c->tool, c->tenant, "{\"by\":\"parent\"}", "\"parent\"");
+    run_once_as(c->memory, c->tool, c->tenant, "{\"by\":\"child\"}", "\"child\"");
+    /* A call the parent began is the parent's: it is refused at once here, and freeing it is safe. */
+    if (c->held) {
+        EXPECT_STATUS(idemkit_complete(c->held, "\"child\"", NULL), IDEMKIT_STATUS_INVALID_ARGUMENT);
+        EXPECT(strstr(last_message(), "fork()") != NULL, "message: %s", last_message());
+        idemkit_call_free(c->held);
+    }
+    /* Handles the parent made can be freed in the child. */
+    for (int i = 0; i < 2; i++) idemkit_store_free(c->stores[i]);
+    idemkit_store_free(c->memory);
+    idemkit_tool_free(c->tool);
+}
+
+static void a_forked_child_uses_stores_and_never_hangs(void) {
+    struct fork_case c = {{NULL, NULL}, {redis_url(), postgres_url()}, NULL, NULL, NULL, ""};
+    fresh_tenant(c.tenant, sizeof c.tenant, "fork");
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    policy.ttl_seconds = 60;
+    c.tool = make_tool("pre_fork", &policy, 2000);
+    /* The parent uses every store before fork(): the runtime runs, connections are open. */
+    for (int i = 0; i < 2; i++) {
+        if (!c.urls[i]) continue;
+        c.stores[i] = server_store(c.urls[i]);
+        if (c.stores[i]) run_once_as(c.stores[i], c.tool, c.tenant, "{\"by\":\"parent\"}", "\"parent\"");
+    }
+    c.memory = memory_store();
+    run_once_as(c.memory, c.tool, c.tenant, "{\"by\":\"parent\"}", "\"parent\"");
+    idemkit_store *claim_store = c.stores[0] ? c.stores[0] : c.stores[1] ? c.stores[1] : c.memory;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(claim_store, c.tool, c.tenant, NULL, "{\"by\":\"held\"}", &c.held, &r),
+                  IDEMKIT_STATUS_OK);
+    idemkit_begin_result_clear(&r);
+
+    long started = now_ms();
+    int status = in_forked_child(the_forked_child_works, &c, FORK_CHILD_BOUND_MS);
+    EXPECT(status == 0, "the forked child %s", status < 0 ? "hung or crashed" : "failed a check (see above)");
+    printf("note: the forked child took %ld ms\n", now_ms() - started);
+    if (status != 0) {
+        /* A child that used the parent's runtime can leave it wedged (they share its epoll and
+         * wake-up descriptors): the handles are left alone so that the suite goes on. */
+        fprintf(stderr, "  the parent's store handles are not used again after a failed child\n");
+        return;
+    }
+
+    /* The child never touched the parent's connections: they work on, and the child's records
+     * are on the servers. */
+    for (int i = 0; i < 2; i++) {
+        if (!c.stores[i]) continue;
+        run_once_as(c.stores[i], c.tool, c.tenant, "{\"by\":\"parent, after the child\"}", "\"parent-after\"");
+        expect_cached_as(c.stores[i], c.tool, c.tenant, "{\"by\":\"child, own store\"}", "\"child-own\"");
+        expect_cached_as(c.stores[i], c.tool, c.tenant, "{\"by\":\"child, parent's store\"}", "\"child-inherited\"");
+    }
+    /* The memory stores are apart after fork(): the child's call is not in the parent's copy. */
+    run_once_as(c.memory, c.tool, c.tenant, "{\"by\":\"child\"}", "\"parent's own\"");
+    /* The held call is still the parent's to finish. */
+    EXPECT_STATUS(idemkit_release_unrun(c.held), IDEMKIT_STATUS_OK);
+    idemkit_call_free(c.held);
+    for (int i = 0; i < 2; i++) idemkit_store_free(c.stores[i]);
+    idemkit_store_free(c.memory);
+    idemkit_tool_free(c.tool);
+}
+
 /* ---- every status a C caller can get -------------------------------------------------- */
 
 static void null_pointers_are_refused(void) {
@@ -920,11 +1119,12 @@ int main(int argc, char **argv) {
     run("invalid keys are refused and nothing runs", invalid_keys_are_refused_and_nothing_runs);
     run("configuration errors are refused when built", configuration_errors_are_refused_when_built);
     run("an unreachable store is store_unavailable", an_unreachable_store_is_store_unavailable);
-    if (IDEMKIT_TEST_HAS_REDIS && getenv("IDEMKIT_REDIS_URL")) {
+    if (redis_url()) {
         run("two clients of one Redis store deduplicate", two_clients_of_one_redis_store_deduplicate);
     } else {
         printf("note: set IDEMKIT_REDIS_URL (scripts/services.sh env) to run the calls on Redis too\n");
     }
+    run("a forked child uses stores and never hangs", a_forked_child_uses_stores_and_never_hangs);
     run("the last error message reports its size", the_last_error_message_reports_its_size);
     run("status names and version", names_and_version);
     printf("C tests: %d passed, %d failed\n", passed, failed);
