@@ -20,8 +20,12 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -868,6 +872,90 @@ static void a_forked_child_uses_stores_and_never_hangs(void) {
     idemkit_tool_free(c.tool);
 }
 
+/* A port on 127.0.0.1 that was free a moment ago, or 0. */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    int port = 0;
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 &&
+        getsockname(fd, (struct sockaddr *)&addr, &len) == 0) {
+        port = ntohs(addr.sin_port);
+    }
+    close(fd);
+    return port;
+}
+
+struct lost_store {
+    idemkit_store *store;
+    idemkit_tool *tool;
+};
+
+static void the_child_is_told_its_store_is_gone(void *arg) {
+    struct lost_store *l = arg;
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    long started = now_ms();
+    EXPECT_STATUS(begin(l->store, l->tool, "{\"to\":\"gone\"}", &call, &r), IDEMKIT_STATUS_STORE_UNAVAILABLE);
+    long took = now_ms() - started;
+    EXPECT(took < 10000, "answered after %ld ms", took);
+    EXPECT(call == NULL, "nothing runs");
+    EXPECT(strstr(last_message(), "before fork()") != NULL, "the message names the fork: %s", last_message());
+    idemkit_begin_result_clear(&r);
+}
+
+/* A store the parent opened whose server is gone by the time the child uses it: the child's
+ * call answers store_unavailable, saying why, instead of waiting. A private redis-server, so
+ * that the shared one is never stopped. */
+static void a_forked_child_whose_store_cannot_reopen_is_told_so(void) {
+    int port = free_port();
+    EXPECT(port > 0, "a free port");
+    if (port <= 0) return;
+    char port_text[16], url[64];
+    snprintf(port_text, sizeof port_text, "%d", port);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", port);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t server = fork();
+    if (server == 0) {
+        int quiet = open("/dev/null", O_WRONLY);
+        if (quiet >= 0) {
+            dup2(quiet, STDOUT_FILENO);
+            dup2(quiet, STDERR_FILENO);
+        }
+        execlp("redis-server", "redis-server", "--port", port_text, "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--loglevel", "warning", (char *)NULL);
+        _exit(127);
+    }
+    EXPECT(server > 0, "fork for redis-server");
+    if (server <= 0) return;
+    idemkit_store *store = NULL;
+    for (long started = now_ms(); now_ms() - started < 10000; sleep_ms(50)) {
+        if (idemkit_store_open(url, NULL, &store) == IDEMKIT_STATUS_OK) break;
+        int status;
+        if (waitpid(server, &status, WNOHANG) == server) break; /* it could not start */
+    }
+    if (!store) {
+        printf("note: skipped the unreachable-after-fork check: redis-server did not start on port %d\n", port);
+        kill(server, SIGKILL);
+        waitpid(server, NULL, 0);
+        return;
+    }
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    struct lost_store l = {store, make_tool("send_email", &policy, 2000)};
+    run_once(store, l.tool, "{\"to\":\"here\"}", "1");
+    kill(server, SIGKILL);
+    waitpid(server, NULL, 0);
+    int status = in_forked_child(the_child_is_told_its_store_is_gone, &l, FORK_CHILD_BOUND_MS);
+    EXPECT(status == 0, "the forked child %s", status < 0 ? "hung or crashed" : "failed a check (see above)");
+    idemkit_tool_free(l.tool);
+    idemkit_store_free(store);
+}
+
 /* ---- every status a C caller can get -------------------------------------------------- */
 
 static void null_pointers_are_refused(void) {
@@ -1125,6 +1213,9 @@ int main(int argc, char **argv) {
         printf("note: set IDEMKIT_REDIS_URL (scripts/services.sh env) to run the calls on Redis too\n");
     }
     run("a forked child uses stores and never hangs", a_forked_child_uses_stores_and_never_hangs);
+    if (IDEMKIT_TEST_HAS_REDIS) {
+        run("a forked child whose store cannot reopen is told so", a_forked_child_whose_store_cannot_reopen_is_told_so);
+    }
     run("the last error message reports its size", the_last_error_message_reports_its_size);
     run("status names and version", names_and_version);
     printf("C tests: %d passed, %d failed\n", passed, failed);
