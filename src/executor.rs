@@ -18,10 +18,11 @@ use crate::events::{Event, EventKind, Events};
 use crate::key::{derive_key, Key, KeyInput, KeyScope};
 use crate::policy::{KeyStrategy, RetryBehavior, Tool};
 use crate::record::{Failure, Outcome, Record, Token};
-use crate::store::{Claim, ClaimRequest, Completion, RecordId, Store};
+use crate::store::{Claim, ClaimReply, ClaimRequest, Completion, RecordId, Store};
 
-/// How many times a succeeded body's outcome is offered to the store before giving up.
-const COMPLETE_TRIES: u32 = 3;
+/// How long settling (recording an outcome, releasing a claim) may hold its caller before it
+/// goes on in the background: the Java and C faces settle inside one short native call.
+const INLINE_SETTLE: Duration = Duration::from_millis(100);
 
 /// Tenant and run of a call: both are part of the key; records are tenant-scoped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -105,6 +106,9 @@ pub struct Attempt<T: Borrow<Tool> = Tool> {
     uuid: Option<String>,
     token: Token,
     deadline: Option<Instant>,
+    /// When the claim's lease ends at the latest, on this process's clock (the claim was sent
+    /// at or after `lease_until - lease`): settling is retried until then (SPEC v1.1 rule 4).
+    lease_until: Option<Instant>,
     waited: bool,
     polls: u32,
     phase: Phase,
@@ -148,13 +152,6 @@ impl<T: Borrow<Tool>> Attempt<T> {
             key: self.key_text(),
             tenant: self.tenant.clone(),
         }
-    }
-
-    fn id(&self) -> Option<RecordId<'_>> {
-        self.key.as_ref().map(|key| RecordId {
-            tenant: self.tenant.as_deref(),
-            key,
-        })
     }
 }
 
@@ -337,22 +334,30 @@ impl Executor {
                 })?;
                 (Some(key), None, Phase::Claiming)
             }
-            KeyStrategy::Uuid => (
-                None,
-                Some(uuid::Uuid::new_v4().to_string()),
-                Phase::Unprotected,
-            ),
-            KeyStrategy::None => (None, None, Phase::Unprotected),
+            KeyStrategy::Uuid | KeyStrategy::None => {
+                crate::key::check_identity(&scope).map_err(|source| Error::InvalidKey {
+                    tool: tool.name().to_owned(),
+                    source,
+                })?;
+                let uuid = (policy.strategy == KeyStrategy::Uuid)
+                    .then(|| uuid::Uuid::new_v4().to_string());
+                (None, uuid, Phase::Unprotected)
+            }
         };
         // Only a call with a deadline reads the clock here: a hit stays one clock read cheaper.
         let deadline = tool.timeout().map(|t| Instant::now() + t);
         Ok(Attempt {
             tool: holder,
-            tenant: context.tenant.clone(),
+            // Records are identified by the NFC tenant, as the key material is (SPEC v1.1 rule 1).
+            tenant: context
+                .tenant
+                .as_deref()
+                .map(|t| crate::key::nfc(t).into_owned()),
             key,
             uuid,
             token: Token::random(),
             deadline,
+            lease_until: None,
             waited: false,
             polls: 0,
             phase,
@@ -405,30 +410,51 @@ impl Executor {
             let policy = tool.policy();
             let request = ClaimRequest {
                 id,
-                scope: tool.name(),
+                scope: tool.scope(),
                 token: attempt.token,
                 lease_ms: policy.lease.as_millis() as u64,
                 ttl_ms: policy.ttl.as_millis() as u64,
                 retry_failure: policy.on_cache_hit == RetryBehavior::ReturnCachedIfSuccess,
             };
-            let reply = match self
-                .with_deadline(attempt.deadline, self.store.claim(&request))
-                .await
-            {
-                Ok(reply) => reply,
-                Err(error) => {
+            let claim_started = Instant::now();
+            let lease_until = claim_started + policy.lease;
+            if attempt.waited && attempt.deadline.is_some_and(|d| claim_started >= d) {
+                // The wait for another holder ran to the deadline: the caller's wait ends here,
+                // and no claim is sent that the deadline would cut short (SPEC v1.1 rule 3).
+                return Err(self.wait_timed_out(attempt));
+            }
+            let claimed = match attempt.deadline {
+                None => Some(self.store.claim(&request).await),
+                Some(deadline) => {
+                    self.claim_until(attempt, &request, deadline, lease_until)
+                        .await
+                }
+            };
+            let reply = match claimed {
+                Some(Ok(reply)) => reply,
+                Some(Err(error)) => {
                     self.emit(attempt, EventKind::StoreError, Some(&error.to_string()));
                     // The claim may have landed with its reply lost: free it if so.
-                    let _ = tokio::time::timeout(
-                        Duration::from_millis(500),
-                        self.store.release(id, attempt.token),
-                    )
-                    .await;
+                    self.release_unrun(attempt, lease_until);
+                    return Err(self.unavailable(attempt, &error));
+                }
+                None => {
+                    // The caller's deadline came first. The claim goes on (see `claim_until`)
+                    // and is released if it lands.
+                    if attempt.waited {
+                        // A caller waiting for another holder is still waiting at its deadline.
+                        return Err(self.wait_timed_out(attempt));
+                    }
+                    let error = StoreError::unavailable(
+                        "no answer from the store before the call's deadline",
+                    );
+                    self.emit(attempt, EventKind::StoreError, Some(&error.to_string()));
                     return Err(self.unavailable(attempt, &error));
                 }
             };
             match reply.claim {
                 Claim::Acquired { .. } => {
+                    attempt.lease_until = Some(lease_until);
                     if attempt.waited {
                         self.emit(attempt, EventKind::Waited, None);
                     }
@@ -460,12 +486,7 @@ impl Executor {
                     let mut until = now + lease_left;
                     if let Some(deadline) = attempt.deadline {
                         if now >= deadline {
-                            self.emit(attempt, EventKind::WaitTimedOut, None);
-                            return Err(Error::InProgress {
-                                tool: tool.name().to_owned(),
-                                key: key.hex(),
-                                waited_ms: tool.timeout().unwrap_or_default().as_millis() as u64,
-                            });
+                            return Err(self.wait_timed_out(attempt));
                         }
                         until = until.min(deadline);
                     }
@@ -584,75 +605,144 @@ impl Executor {
                 .record(attempt, &Outcome::Failure(failure.clone()))
                 .await;
         }
-        let id = attempt.id().expect("a claimed call has a key");
-        match self.store.release(id, attempt.token).await {
-            Ok(_) => {
-                self.emit(attempt, EventKind::Released, None);
-                Recording::Recorded
-            }
-            Err(error) => {
-                let detail = format!("could not release the claim after the body failed: {error}");
-                self.emit(attempt, EventKind::StoreError, Some(&detail));
-                Recording::Failed(detail)
-            }
-        }
+        self.settle(attempt, Settlement::ReleaseFailed).await
     }
 
     /// Gives up a claimed call without recording anything (the body was never run).
     pub async fn abandon_unrun<T: Borrow<Tool>>(&self, attempt: &mut Attempt<T>) {
-        if attempt.phase == Phase::Claimed {
-            if let Some(id) = attempt.id() {
-                let _ = self.store.release(id, attempt.token).await;
-            }
+        if attempt.phase == Phase::Claimed && attempt.key.is_some() {
+            attempt.phase = Phase::Done;
+            self.settle(attempt, Settlement::ReleaseUnrun).await;
         }
         attempt.phase = Phase::Done;
     }
 
     async fn record<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, outcome: &Outcome) -> Recording {
-        let id = attempt.id().expect("a claimed call has a key");
         let ttl_ms = attempt.tool().policy().ttl.as_millis() as u64;
-        let mut last = String::new();
-        for round in 0..COMPLETE_TRIES {
-            if round > 0 {
-                tokio::time::sleep(Duration::from_millis(20 << round)).await;
-            }
-            match self
-                .store
-                .complete(id, attempt.token, outcome, ttl_ms)
-                .await
-            {
-                Ok(Completion::Recorded) => return Recording::Recorded,
-                Ok(Completion::NotOwner(found)) => {
-                    last = match found {
-                        None => "the claim was gone (forgotten, released or expired)".into(),
-                        Some(r) => format!(
-                            "the record now belongs to another call (token {}, state {:?})",
-                            r.token, r.state
-                        ),
-                    };
-                    break;
-                }
-                Err(error) => last = error.to_string(),
-            }
-        }
-        let detail = format!("outcome not recorded: {last}");
-        self.emit(attempt, EventKind::RecordFailed, Some(&detail));
-        Recording::Failed(detail)
+        self.settle(
+            attempt,
+            Settlement::Complete {
+                outcome: outcome.clone(),
+                ttl_ms,
+            },
+        )
+        .await
     }
 
-    async fn with_deadline<T>(
+    /// Records an outcome or releases a claim by its owner token, which is safe to repeat: after
+    /// a store error it is retried with capped backoff until the lease ends (SPEC v1.1 rule 4).
+    /// The caller is held for at most [`INLINE_SETTLE`] and never past its deadline; the
+    /// remaining retries run as a task on the current runtime.
+    async fn settle<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, what: Settlement) -> Recording {
+        let Some(key) = attempt.key else {
+            return Recording::Unprotected;
+        };
+        let now = Instant::now();
+        let mut inline_until = now + INLINE_SETTLE;
+        if let Some(deadline) = attempt.deadline {
+            inline_until = inline_until.min(deadline);
+        }
+        let settler = Settler {
+            store: self.store.clone(),
+            events: self.events.clone(),
+            tool: attempt.tool().name().to_owned(),
+            tenant: attempt.tenant.clone(),
+            key,
+            token: attempt.token,
+            lease_until: attempt
+                .lease_until
+                .unwrap_or(now + attempt.tool().policy().lease),
+            what,
+        };
+        settler.run(inline_until).await
+    }
+
+    /// Claims on a task of its own and waits for the answer until `deadline`; `None` when the
+    /// deadline came first. The deadline ends the caller's wait, never the claim (SPEC v1.1
+    /// rule 3): a claim answered after the caller left, or not answered at all, is released
+    /// if it landed.
+    async fn claim_until<T: Borrow<Tool>>(
         &self,
-        deadline: Option<Instant>,
-        op: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
-        match deadline {
-            None => op.await,
-            Some(d) => match tokio::time::timeout_at(d.into(), op).await {
-                Ok(r) => r,
-                Err(_) => Err(StoreError::unavailable(
-                    "no answer from the store before the call's deadline",
-                )),
-            },
+        attempt: &Attempt<T>,
+        request: &ClaimRequest<'_>,
+        deadline: Instant,
+        lease_until: Instant,
+    ) -> Option<Result<ClaimReply, StoreError>> {
+        let key = attempt.key?;
+        let store = self.store.clone();
+        let settler = Settler {
+            store: self.store.clone(),
+            events: self.events.clone(),
+            tool: attempt.tool().name().to_owned(),
+            tenant: attempt.tenant.clone(),
+            key,
+            token: attempt.token,
+            lease_until,
+            what: Settlement::ReleaseUnrun,
+        };
+        let scope = request.scope.to_owned();
+        let (lease_ms, ttl_ms, retry_failure) =
+            (request.lease_ms, request.ttl_ms, request.retry_failure);
+        // The claim owns what it needs, so that it can be handed to a task at the deadline.
+        let mut claim = Box::pin(async move {
+            let request = ClaimRequest {
+                id: RecordId {
+                    tenant: settler.tenant.as_deref(),
+                    key: &settler.key,
+                },
+                scope: &scope,
+                token: settler.token,
+                lease_ms,
+                ttl_ms,
+                retry_failure,
+            };
+            let reply = store.claim(&request).await;
+            (reply, settler)
+        });
+        match tokio::time::timeout_at(deadline.into(), &mut claim).await {
+            Ok((reply, _)) => Some(reply),
+            Err(_) => {
+                spawn_settling(async move {
+                    let (reply, settler) = claim.await;
+                    // The caller has left: undo a claim that landed, or may have.
+                    if matches!(
+                        reply,
+                        Ok(ClaimReply {
+                            claim: Claim::Acquired { .. },
+                            ..
+                        }) | Err(_)
+                    ) {
+                        settler.background(0).await;
+                    }
+                });
+                None
+            }
+        }
+    }
+
+    /// Frees, in the background, a claim that may have landed although its reply was lost.
+    fn release_unrun<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, lease_until: Instant) {
+        let Some(key) = attempt.key else { return };
+        let settler = Settler {
+            store: self.store.clone(),
+            events: self.events.clone(),
+            tool: attempt.tool().name().to_owned(),
+            tenant: attempt.tenant.clone(),
+            key,
+            token: attempt.token,
+            lease_until,
+            what: Settlement::ReleaseUnrun,
+        };
+        spawn_settling(settler.background(0));
+    }
+
+    fn wait_timed_out<T: Borrow<Tool>>(&self, attempt: &Attempt<T>) -> Error {
+        self.emit(attempt, EventKind::WaitTimedOut, None);
+        let tool = attempt.tool();
+        Error::InProgress {
+            tool: tool.name().to_owned(),
+            key: attempt.key.map(|k| k.hex()).unwrap_or_default(),
+            waited_ms: tool.timeout().unwrap_or_default().as_millis() as u64,
         }
     }
 
@@ -680,4 +770,168 @@ fn short_type_name<E>() -> String {
     let head = full.split('<').next().unwrap_or(full);
     let start = head.rfind("::").map(|i| i + 2).unwrap_or(0);
     full[start..].to_owned()
+}
+
+/// What settling does with a claim.
+#[derive(Debug, Clone)]
+enum Settlement {
+    /// Record the body's outcome.
+    Complete { outcome: Outcome, ttl_ms: u64 },
+    /// Release the claim of a body that failed (without `cache_failures`).
+    ReleaseFailed,
+    /// Release a claim whose body never ran (a lost claim reply, a call given up).
+    ReleaseUnrun,
+}
+
+/// One claim to settle, with everything a background task needs.
+struct Settler {
+    store: Arc<dyn Store>,
+    events: Arc<Events>,
+    tool: String,
+    tenant: Option<String>,
+    key: Key,
+    token: Token,
+    lease_until: Instant,
+    what: Settlement,
+}
+
+/// The answer of one settling try.
+enum Tried {
+    Settled(Recording),
+    /// A store error (or no answer in time), with its text: try again.
+    Again(String),
+}
+
+impl Settler {
+    /// Tries up to `inline_until`, then hands the rest to a background task.
+    async fn run(self, inline_until: Instant) -> Recording {
+        let mut tries = 0;
+        loop {
+            let last = match self.once(inline_until.min(self.lease_until)).await {
+                Tried::Settled(recording) => return recording,
+                Tried::Again(last) => last,
+            };
+            let now = Instant::now();
+            if now >= self.lease_until {
+                return self.give_up(&last);
+            }
+            let pause = crate::store::poll_backoff(tries);
+            tries += 1;
+            if now + pause >= inline_until {
+                let detail = format!(
+                    "{} yet ({last}); retrying in the background until the lease ends",
+                    match self.what {
+                        Settlement::Complete { .. } => "outcome not recorded",
+                        _ => "claim not released",
+                    }
+                );
+                spawn_settling(self.background(tries));
+                return Recording::Failed(detail);
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// Retries until settled or until the lease ends.
+    async fn background(self, mut tries: u32) {
+        loop {
+            let last = match self.once(self.lease_until).await {
+                Tried::Settled(_) => return,
+                Tried::Again(last) => last,
+            };
+            let now = Instant::now();
+            if now >= self.lease_until {
+                self.give_up(&last);
+                return;
+            }
+            let pause = crate::store::poll_backoff(tries).min(self.lease_until - now);
+            tries = tries.saturating_add(1);
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// One try, cut off at `until` (a cut-off try may still land: every try is safe to repeat).
+    async fn once(&self, until: Instant) -> Tried {
+        let id = RecordId {
+            tenant: self.tenant.as_deref(),
+            key: &self.key,
+        };
+        let late = || Tried::Again("no answer from the store in time".into());
+        match &self.what {
+            Settlement::Complete { outcome, ttl_ms } => {
+                let completing = self.store.complete(id, self.token, outcome, *ttl_ms);
+                match tokio::time::timeout_at(until.into(), completing).await {
+                    Ok(Ok(Completion::Recorded)) => Tried::Settled(Recording::Recorded),
+                    Ok(Ok(Completion::NotOwner(found))) => {
+                        let why = match found {
+                            None => "the claim was gone (forgotten, released or expired)".into(),
+                            Some(r) => format!(
+                                "the record now belongs to another call (token {}, state {:?})",
+                                r.token, r.state
+                            ),
+                        };
+                        Tried::Settled(self.give_up(&why))
+                    }
+                    Ok(Err(error)) => Tried::Again(error.to_string()),
+                    Err(_) => late(),
+                }
+            }
+            Settlement::ReleaseFailed | Settlement::ReleaseUnrun => {
+                let releasing = self.store.release(id, self.token);
+                match tokio::time::timeout_at(until.into(), releasing).await {
+                    Ok(Ok(_)) => {
+                        if matches!(self.what, Settlement::ReleaseFailed) {
+                            self.emit(EventKind::Released, None);
+                        }
+                        Tried::Settled(Recording::Recorded)
+                    }
+                    Ok(Err(error)) => Tried::Again(error.to_string()),
+                    Err(_) => late(),
+                }
+            }
+        }
+    }
+
+    /// Reports that settling stopped without success: `record_failed` for an outcome (the claim
+    /// becomes abandoned), `store_error` for a claim left unreleased.
+    fn give_up(&self, last: &str) -> Recording {
+        let (kind, detail) = match self.what {
+            Settlement::Complete { .. } => (
+                EventKind::RecordFailed,
+                format!("outcome not recorded: {last}"),
+            ),
+            Settlement::ReleaseFailed => (
+                EventKind::StoreError,
+                format!("could not release the claim after the body failed: {last}"),
+            ),
+            Settlement::ReleaseUnrun => (
+                EventKind::StoreError,
+                format!("could not release a claim whose body never ran: {last}"),
+            ),
+        };
+        self.emit(kind, Some(&detail));
+        Recording::Failed(detail)
+    }
+
+    fn emit(&self, kind: EventKind, detail: Option<&str>) {
+        self.events.emit(Event {
+            kind,
+            tool: &self.tool,
+            key: Some(&self.key),
+            tenant: self.tenant.as_deref(),
+            detail,
+        });
+    }
+}
+
+/// Runs settling on the current runtime, or on the library's runtime outside one.
+fn spawn_settling(task: impl Future<Output = ()> + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn(task);
+        }
+        Err(_) => {
+            crate::runtime::runtime().spawn(task);
+        }
+    }
 }

@@ -188,9 +188,11 @@ impl Policy {
                     "keyArguments on `{tool}` contains an empty name; list parameter names"
                 )));
             }
-            if !seen.insert(name.as_str()) {
+            // Names equal after NFC select the same member of the input.
+            if !seen.insert(crate::key::nfc(name)) {
                 return Err(Error::config(format!(
-                    "keyArguments on `{tool}` names `{name}` twice; list each parameter once"
+                    "keyArguments on `{tool}` names `{name}` twice (names are compared after \
+                     NFC normalisation); list each parameter once"
                 )));
             }
         }
@@ -211,6 +213,8 @@ pub struct Tool {
 #[derive(Debug, PartialEq, Eq)]
 struct ToolDefinition {
     name: String,
+    /// The name in NFC: the scope that identifies the tool's records (SPEC v1.1 rule 1).
+    scope: String,
     policy: Policy,
     timeout: Option<Duration>,
 }
@@ -233,6 +237,16 @@ impl Tool {
                 "a tool name must not be empty: it is the scope of every key the tool makes",
             ));
         }
+        let scope = crate::key::nfc(&name).into_owned();
+        if scope.len() > crate::key::MAX_IDENTITY_BYTES {
+            let start: String = name.chars().take(40).collect();
+            return Err(Error::config(format!(
+                "the tool name `{start}…` is {} bytes of UTF-8 (after NFC normalisation), over \
+                 the limit of {}: it is the scope of every key the tool makes; use a shorter name",
+                scope.len(),
+                crate::key::MAX_IDENTITY_BYTES
+            )));
+        }
         policy.validate(&name)?;
         if let Some(t) = timeout {
             if t.is_zero() {
@@ -252,6 +266,7 @@ impl Tool {
         Ok(Tool {
             inner: std::sync::Arc::new(ToolDefinition {
                 name,
+                scope,
                 policy,
                 timeout,
             }),
@@ -275,6 +290,11 @@ impl Tool {
 
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The name in NFC, as records keep it (SPEC v1.1 rule 1).
+    pub fn scope(&self) -> &str {
+        &self.inner.scope
     }
 
     pub fn policy(&self) -> &Policy {

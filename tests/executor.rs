@@ -873,28 +873,28 @@ async fn when_recording_fails_after_success_the_caller_gets_its_result_and_the_c
 ) {
     let store = unreliable();
     let exec = Executor::new(store.clone());
-    let t = tool(
-        "charge_card",
-        Policy::default().with_lease(Duration::from_secs(60)),
-    );
+    let lease = Duration::from_millis(800);
+    let t = tool("charge_card", Policy::default().with_lease(lease));
     let runs = AtomicUsize::new(0);
     store.completes_fail.store(true, Ordering::SeqCst);
+    let started = std::time::Instant::now();
     assert_eq!(
         send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
         "sent"
     );
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "the caller is not held"
+    );
+    // Recording is retried until the lease ends; only then is it reported as failed.
+    assert_eq!(exec.events().count(EventKind::RecordFailed), 0);
+    tokio::time::sleep(lease + Duration::from_millis(300)).await;
     assert_eq!(exec.events().count(EventKind::RecordFailed), 1);
     store.completes_fail.store(false, Ordering::SeqCst);
-    // The claim stays in progress: a repeat with a short deadline waits and fails, never re-runs.
-    let waiting = Tool::with_timeout(
-        "charge_card",
-        Policy::default().with_lease(Duration::from_secs(60)),
-        Some(Duration::from_millis(100)),
-    )
-    .unwrap();
+    // The claim was left to become abandoned: a repeat is told so, and never re-runs.
     assert_eq!(
-        kind(send(&exec, &waiting, KeyInput::Json(INPUT), &runs).await),
-        ErrorKind::InProgress
+        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::Indeterminate
     );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }

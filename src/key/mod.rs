@@ -11,6 +11,7 @@ mod sink;
 mod text;
 mod value;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -19,10 +20,13 @@ pub use value::{CanonicalObject, CanonicalValue};
 
 use parse::{Tape, Token};
 use sink::{HashSink, Sink};
-use text::{cmp_utf16, nfc, write_nfc_str};
+use text::{cmp_utf16, write_nfc_str};
 
 /// The deepest nesting of arrays and objects accepted (SPEC §2 rule 6).
 pub const MAX_DEPTH: usize = 64;
+
+/// The most bytes of UTF-8 a tenant, run or scope may have after NFC (SPEC v1.1 rule 2).
+pub const MAX_IDENTITY_BYTES: usize = 1024;
 
 /// The first element of every key's material: the version of this derivation.
 pub const KEY_SPEC_VERSION: &str = "idemkit/v1";
@@ -95,6 +99,22 @@ pub enum KeyError {
          send a JSON object or leave key_arguments empty"
     )]
     KeyArgumentsNeedObject { found: String },
+    /// A tenant, run or scope (tool name) longer than [`MAX_IDENTITY_BYTES`] after NFC.
+    #[error(
+        "{field}: {bytes} bytes of UTF-8 (after NFC normalisation) is over the limit of {limit}; \
+         use a shorter {field}"
+    )]
+    TooLong {
+        field: &'static str,
+        bytes: usize,
+        limit: usize,
+    },
+    /// Two `key_arguments` names that are equal after NFC normalisation.
+    #[error(
+        "key_arguments: {name:?} is listed more than once (names are compared after NFC \
+         normalisation); list each member once"
+    )]
+    DuplicateKeyArgument { name: String },
     /// Text that should be a key (64 hex characters) is not one.
     #[error("not a key: {detail}; a key is 64 hexadecimal characters (a SHA-256 digest)")]
     MalformedKey { detail: String },
@@ -360,6 +380,15 @@ pub fn canonical_material(
     Ok(String::from_utf8(out).expect("canonical material is UTF-8"))
 }
 
+/// `s` in Unicode NFC, the form in which tenants, runs and scopes identify a record
+/// (SPEC v1.1 rule 1): borrowed when it already is NFC, so normalising is free for ASCII.
+///
+/// Two spellings of one tenant (`"é"` and `"e\u{301}"`) name the same records; a store
+/// keys, lists and forgets by `nfc(tenant)`.
+pub fn nfc(s: &str) -> Cow<'_, str> {
+    text::nfc(s)
+}
+
 /// Whether `s` is empty or only Unicode White_Space: U+0009–000D, U+0020, U+0085, U+00A0,
 /// U+1680, U+2000–200A, U+2028, U+2029, U+202F, U+205F, U+3000 (SPEC §1).
 pub fn is_blank(s: &str) -> bool {
@@ -381,9 +410,48 @@ pub fn is_blank(s: &str) -> bool {
     })
 }
 
-fn write_optional<S: Sink>(s: Option<&str>, out: &mut S) {
+/// `s` in NFC, refused as [`KeyError::TooLong`] beyond [`MAX_IDENTITY_BYTES`] bytes.
+fn identity<'s>(field: &'static str, s: &'s str) -> Result<Cow<'s, str>, KeyError> {
+    let normalised = text::nfc(s);
+    if normalised.len() > MAX_IDENTITY_BYTES {
+        return Err(KeyError::TooLong {
+            field,
+            bytes: normalised.len(),
+            limit: MAX_IDENTITY_BYTES,
+        });
+    }
+    Ok(normalised)
+}
+
+/// Checks a tenant, run and scope against the length limit of SPEC v1.1 rule 2
+/// ([`MAX_IDENTITY_BYTES`] bytes of UTF-8 after NFC); the error names the field.
+pub fn check_identity(scope: &KeyScope<'_>) -> Result<(), KeyError> {
+    identity("tenant", scope.tenant.unwrap_or(""))?;
+    identity("run", scope.run.unwrap_or(""))?;
+    identity("scope", scope.scope)?;
+    Ok(())
+}
+
+/// Refuses `key_arguments` that name one member twice: names equal after NFC normalisation
+/// (`"é"` and `"e\u{301}"`) are the same member.
+pub fn check_key_arguments(key_arguments: &[String]) -> Result<(), KeyError> {
+    for (i, name) in key_arguments.iter().enumerate() {
+        let name = text::nfc(name);
+        if key_arguments[..i]
+            .iter()
+            .any(|other| text::nfc(other) == name)
+        {
+            return Err(KeyError::DuplicateKeyArgument {
+                name: name.into_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn write_optional<S: Sink>(s: Option<&Cow<'_, str>>, out: &mut S) {
     match s {
-        Some(s) => write_nfc_str(s, out),
+        Some(s) => text::write_str(s, out),
         None => out.put(b"null"),
     }
 }
@@ -395,19 +463,24 @@ fn write_material<S: Sink>(
     key_arguments: &[String],
     out: &mut S,
 ) -> Result<(), KeyError> {
+    let tenant = scope.tenant.map(|t| identity("tenant", t)).transpose()?;
+    let run = scope.run.map(|r| identity("run", r)).transpose()?;
+    let scope_name = identity("scope", scope.scope)?;
     if let KeyInput::Explicit(key) = input {
         if is_blank(key) {
             return Err(KeyError::BlankExplicitKey);
         }
+    } else if key_arguments.len() > 1 {
+        check_key_arguments(key_arguments)?;
     }
     out.put(b"[\"");
     out.put(KEY_SPEC_VERSION.as_bytes());
     out.put(b"\",");
-    write_optional(scope.tenant, out);
+    write_optional(tenant.as_ref(), out);
     out.put(b",");
-    write_optional(scope.run, out);
+    write_optional(run.as_ref(), out);
     out.put(b",");
-    write_nfc_str(scope.scope, out);
+    text::write_str(&scope_name, out);
     match input {
         KeyInput::Explicit(key) => {
             out.put(b",\"explicit\",");
@@ -439,7 +512,7 @@ fn select<'n>(
 ) -> Result<Vec<usize>, KeyError> {
     let mut picked = Vec::with_capacity(key_arguments.len());
     for argument in key_arguments {
-        let wanted = nfc(argument);
+        let wanted = text::nfc(argument);
         let (mut low, mut high) = (0, count);
         let found = loop {
             if low >= high {

@@ -248,8 +248,14 @@ fn duplicates_after_nfc_are_refused_in_every_input_form() {
 #[test]
 fn key_arguments_pick_members_and_keep_null() {
     let json = r#"{"c":3,"b":null,"a":1}"#;
-    let m = canonical_material(&scope(), KeyInput::Json(json), &args(&["c", "b", "c"])).unwrap();
+    let m = canonical_material(&scope(), KeyInput::Json(json), &args(&["c", "b"])).unwrap();
     assert!(m.ends_with(r#""input",{"b":null,"c":3}]"#), "{m}");
+    // A name listed twice is refused, as when a tool is built.
+    let err = canonical_material(&scope(), KeyInput::Json(json), &args(&["c", "b", "c"]));
+    assert_eq!(
+        err,
+        Err(KeyError::DuplicateKeyArgument { name: "c".into() })
+    );
     let err = canonical_material(&scope(), KeyInput::Json(json), &args(&["a", "d"])).unwrap_err();
     assert_eq!(err, KeyError::MissingKeyArgument { name: "d".into() });
     let err = canonical_material(&scope(), KeyInput::Json("[1]"), &args(&["a"])).unwrap_err();
@@ -461,4 +467,13 @@ fn members_sort_in_utf16_order_whatever_their_length() {
         .unwrap();
         assert_eq!(streamed, from_value);
     }
+}
+
+#[test]
+fn nfc_helper_normalises_identity_strings() {
+    use std::borrow::Cow;
+    assert_eq!(super::nfc("e\u{301}"), "\u{e9}");
+    assert_eq!(super::nfc("\u{e9}"), "\u{e9}");
+    assert!(matches!(super::nfc("acme"), Cow::Borrowed("acme")));
+    assert!(matches!(super::nfc("\u{e9}"), Cow::Borrowed(_)));
 }
