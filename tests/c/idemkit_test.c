@@ -552,6 +552,44 @@ static void an_in_progress_key_fails_with_in_progress_at_the_deadline(void) {
     idemkit_store_free(store);
 }
 
+/* SPEC §8.3: a caller still waiting for another holder at its deadline fails with in_progress,
+ * never with a store error, on the server stores too (their waits end in a claim attempt cut
+ * short by the deadline). */
+static void in_progress_at_the_deadline_on(const char *url) {
+    idemkit_store *store = server_store(url);
+    if (!store) return;
+    char tenant[96];
+    fresh_tenant(tenant, sizeof tenant, "deadline");
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    policy.ttl_seconds = 60;
+    idemkit_tool *tool = make_tool("send_email", &policy, 300);
+    idemkit_call *holder = NULL, *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, "{\"to\":\"di\"}", &holder, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "the holder runs: %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    long started = now_ms();
+    EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, "{\"to\":\"di\"}", &call, &r), IDEMKIT_STATUS_IN_PROGRESS);
+    long waited = now_ms() - started;
+    EXPECT(waited >= 250, "waited %ld ms for the 300 ms deadline", waited);
+    EXPECT(call == NULL, "nothing to run");
+    EXPECT(strlen(r.key) == 64, "key reported");
+    idemkit_begin_result_clear(&r);
+    idemkit_call_free(call);
+    EXPECT_STATUS(idemkit_release_unrun(holder), IDEMKIT_STATUS_OK);
+    idemkit_call_free(holder);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void redis_an_in_progress_key_fails_with_in_progress_at_the_deadline(void) {
+    in_progress_at_the_deadline_on(redis_url());
+}
+
+static void postgres_an_in_progress_key_fails_with_in_progress_at_the_deadline(void) {
+    in_progress_at_the_deadline_on(postgres_url());
+}
+
 struct waiter {
     idemkit_store *store;
     idemkit_tool *tool;
@@ -1209,8 +1247,16 @@ int main(int argc, char **argv) {
     run("an unreachable store is store_unavailable", an_unreachable_store_is_store_unavailable);
     if (redis_url()) {
         run("two clients of one Redis store deduplicate", two_clients_of_one_redis_store_deduplicate);
+        run("Redis: an in-progress key fails with in_progress at the deadline",
+            redis_an_in_progress_key_fails_with_in_progress_at_the_deadline);
     } else {
         printf("note: set IDEMKIT_REDIS_URL (scripts/services.sh env) to run the calls on Redis too\n");
+    }
+    if (postgres_url()) {
+        run("PostgreSQL: an in-progress key fails with in_progress at the deadline",
+            postgres_an_in_progress_key_fails_with_in_progress_at_the_deadline);
+    } else {
+        printf("note: set IDEMKIT_POSTGRES_URL (scripts/services.sh env) to run the calls on PostgreSQL too\n");
     }
     run("a forked child uses stores and never hangs", a_forked_child_uses_stores_and_never_hangs);
     if (IDEMKIT_TEST_HAS_REDIS) {
