@@ -25,6 +25,9 @@
  * by the caller and freed with idemkit_string_free or idemkit_begin_result_clear. Buffers the
  * caller passes stay the caller's. Static strings (idemkit_version, idemkit_status_name) are
  * never freed.
+ *
+ * fork(): a child made by fork() (pre-fork servers) can go on using the library and the stores
+ * its parent opened; they reconnect in the child. See idemkit_store_open.
  */
 
 #ifndef IDEMKIT_H

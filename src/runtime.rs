@@ -24,8 +24,9 @@ use std::sync::{Mutex, Once};
 
 use tokio::runtime::Runtime;
 
-/// How many `fork()`s separate this process from the first process that loaded idemkit: 0 there,
-/// one more in each child (set by the `pthread_atfork` child handler).
+/// How many `fork()`s separate this process from the one that first used idemkit (which
+/// registered the handler): 0 there, one more in each child (set by the `pthread_atfork` child
+/// handler).
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// This process's runtime, or NULL before the first use.
