@@ -25,6 +25,9 @@
  * by the caller and freed with idemkit_string_free or idemkit_begin_result_clear. Buffers the
  * caller passes stay the caller's. Static strings (idemkit_version, idemkit_status_name) are
  * never freed.
+ *
+ * fork(): a child made by fork() (pre-fork servers) can go on using the library and the stores
+ * its parent opened; they reconnect in the child. See idemkit_store_open.
  */
 
 #ifndef IDEMKIT_H
@@ -114,7 +117,8 @@ enum idemkit_status
   IDEMKIT_STATUS_BUFFER_TOO_SMALL = 102,
   /**
    * An argument is not acceptable: a result that is not one JSON value, an unknown enum
-   * code, a call handle that is already finished. Nothing was done.
+   * code, a call handle that is already finished or that another process began (before
+   * `fork()`). Nothing was done.
    */
   IDEMKIT_STATUS_INVALID_ARGUMENT = 103,
   /**
@@ -269,6 +273,10 @@ typedef struct idemkit_call idemkit_call;
 /**
  * A store and the executor that runs calls against it. Safe to share between threads; freed
  * with `idemkit_store_free`.
+ *
+ * A store's connections belong to the process that opened them; in a child made by `fork()`
+ * the handle opens the store again from its URL and options at its first use (see
+ * `idemkit_store_open`).
  */
 typedef struct idemkit_store idemkit_store;
 
@@ -482,6 +490,21 @@ idemkit_status idemkit_policy_default(struct idemkit_policy *policy);
  * `*out` is NULL; an unknown or disabled scheme answers `IDEMKIT_STATUS_CONFIGURATION`, a server
  * that cannot be reached `IDEMKIT_STATUS_STORE_UNAVAILABLE`. Blocks while the store connects.
  *
+ * **fork().** Stores work in a child made by `fork()`, as pre-fork servers (uWSGI, php-fpm,
+ * Apache prefork) make them; nothing hangs. The library's runtime is per process: the
+ * child's first idemkit call starts a new one (the parent's is left behind, unused, in the
+ * child's memory). A Redis or PostgreSQL store opened in the parent is opened again from its
+ * URL and options at its first use in the child, with the child's own connections (the
+ * parent's are never touched, so the parent goes on undisturbed); if that fails, the call
+ * answers what this function would (`IDEMKIT_STATUS_STORE_UNAVAILABLE` within the store's
+ * connect timeout of a few seconds, or `IDEMKIT_STATUS_CONFIGURATION`), naming the fork. A
+ * `memory:` store has no connections: the child goes on with a copy of the parent's records
+ * as they were at the fork, and from then on the two copies are apart (they do not
+ * deduplicate against each other). Opening stores in the child after the fork is as good.
+ * Fork while no idemkit call is running in another thread of the parent (a lock held at the
+ * fork would stay held in the child). A call begun in the parent belongs to the parent; see
+ * `idemkit_complete`.
+ *
  * # Safety
  * `url` is NULL or a NUL-terminated string; `options` is NULL or valid; `out` is NULL or
  * writable.
@@ -603,6 +626,11 @@ idemkit_status idemkit_call_key(const struct idemkit_call *call,
  * `IDEMKIT_STATUS_INVALID_ARGUMENT` and the call stays open, so it can be completed or
  * failed again. The call is finished afterwards; free it with `idemkit_call_free`.
  *
+ * A call belongs to the process that began it: in a child made by `fork()`, `idemkit_complete`,
+ * `idemkit_fail` and `idemkit_release_unrun` on a call the parent began answer
+ * `IDEMKIT_STATUS_INVALID_ARGUMENT` at once (the parent still holds the call and finishes it);
+ * `idemkit_call_free` on it is safe in the child.
+ *
  * # Safety
  * `call` is NULL or a live call handle not used by another thread; `result_json` is NULL or a
  * NUL-terminated string; `out_recording` is NULL or writable.
@@ -641,7 +669,8 @@ idemkit_status idemkit_release_unrun(struct idemkit_call *call);
  * Frees a call handle. NULL is accepted and ignored. A call freed after `EXECUTE` without
  * `idemkit_complete`, `idemkit_fail` or `idemkit_release_unrun` keeps its claim in progress:
  * the outcome is unknown, so when the lease ends the key answers `IDEMKIT_STATUS_INDETERMINATE`
- * until an operator resolves it or it expires.
+ * until an operator resolves it or it expires. In a child made by `fork()`, freeing a call the
+ * parent began frees only the child's copy of the handle; the claim stays the parent's.
  *
  * # Safety
  * `call` is NULL or a call handle from `idemkit_begin` that was not freed yet.

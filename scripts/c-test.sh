@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The C ABI, end to end:
 #   1. include/idemkit.h is what cbindgen makes from src/capi today (fails with a diff if not);
-#   2. the library builds with `cargo build --release --features capi[,redis]`;
+#   2. the library builds with `cargo build --release --features capi[,redis][,postgres]`;
 #   3. tests/c/idemkit_test.c, linked against the shared and the static library, passes;
 #   4. it passes again under valgrind with no errors and no definitely-lost bytes.
 # Installs cbindgen when it is missing. Usage: scripts/c-test.sh
 # Environment: IDEMKIT_VECTORS (path of keys-v1.json, default tests/vectors/keys-v1.json),
-#              IDEMKIT_C_FEATURES (cargo features, default capi plus redis when the crate has it),
+#              IDEMKIT_C_FEATURES (cargo features, default capi plus redis and postgres when the
+#                crate has them),
 #              IDEMKIT_REDIS_URL (a Redis server: calls also run on it, when built with redis),
+#              IDEMKIT_POSTGRES_URL (a PostgreSQL database: calls also run on it, when built with
+#                postgres; the table idemkit_c_test is created there with psql),
 #              IDEMKIT_SKIP_VALGRIND=1 (skip step 4, for machines without valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,10 +47,13 @@ echo "include/idemkit.h is current"
 features=${IDEMKIT_C_FEATURES:-}
 if [ -z "$features" ]; then
   features=capi
-  if grep -qE '^redis *=' Cargo.toml; then features=capi,redis; fi
+  if grep -qE '^redis *=' Cargo.toml; then features=$features,redis; fi
+  if grep -qE '^postgres *=' Cargo.toml; then features=$features,postgres; fi
 fi
 has_redis=0
 case ",$features," in *,redis,*) has_redis=1 ;; esac
+has_postgres=0
+case ",$features," in *,postgres,*) has_postgres=1 ;; esac
 
 step "cargo build --release --features $features"
 cargo build --release --features "$features"
@@ -65,7 +71,8 @@ if command -v g++ >/dev/null 2>&1; then
 fi
 
 step "the C test, against the shared and the static library"
-cflags=(-std=c11 -Wall -Wextra -Werror -g -O1 -Iinclude "-DIDEMKIT_TEST_HAS_REDIS=$has_redis")
+cflags=(-std=c11 -Wall -Wextra -Werror -g -O1 -Iinclude "-DIDEMKIT_TEST_HAS_REDIS=$has_redis"
+  "-DIDEMKIT_TEST_HAS_POSTGRES=$has_postgres")
 gcc "${cflags[@]}" tests/c/idemkit_test.c -o "$work/idemkit_test" \
   -L"$lib_dir" -lidemkit -Wl,-rpath,"$lib_dir" -pthread -lm
 # What a Rust staticlib needs from the system on Linux (`rustc --print native-static-libs`).
@@ -95,6 +102,21 @@ vectors=${IDEMKIT_VECTORS:-$root/tests/vectors/keys-v1.json}
 [ -f "$vectors" ] || { echo "cannot read the key vectors at $vectors; set IDEMKIT_VECTORS"; exit 1; }
 python3 tests/c/vectors_to_lines.py "$vectors" >"$work/vectors.txt"
 
+if [ "$has_postgres" = 1 ] && [ -n "${IDEMKIT_POSTGRES_URL:-}" ]; then
+  step "PostgreSQL: the C test's table idemkit_c_test"
+  command -v psql >/dev/null 2>&1 || {
+    echo "psql is missing: install the PostgreSQL client (apt-get install postgresql-client) or unset IDEMKIT_POSTGRES_URL"
+    exit 1
+  }
+  # The shipped schema under the test's table name (the URL is not echoed: it may hold a password).
+  # Two runs creating it at once can collide in the catalog: the loser tries once more.
+  create_table() {
+    sed 's/idemkit_records/idemkit_c_test/g' sql/postgres/001_idemkit_records.sql |
+      PGOPTIONS='-c client_min_messages=warning' psql -q -v ON_ERROR_STOP=1 "$IDEMKIT_POSTGRES_URL" >/dev/null
+  }
+  create_table || { sleep 1; create_table; }
+fi
+
 # The shared-library run prints the one "C tests: N passed, M failed" line that test
 # summaries count; the reruns label theirs so that they are not counted three times.
 "$work/idemkit_test" "$work/vectors.txt"
@@ -117,7 +139,10 @@ if ! command -v valgrind >/dev/null 2>&1; then
 fi
 # The runtime's worker threads live until the process exits, so their stacks and the runtime
 # show as "possibly lost" / "still reachable"; only definite leaks and errors fail the run.
+# Valgrind follows the test's fork() child too (its log lines carry the child's pid); the
+# suppressions cover what the child inherits from the parent's threads (see the file).
 valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1 \
+  --suppressions=tests/c/valgrind.supp \
   --show-leak-kinds=definite --log-file="$work/valgrind.log" "$work/idemkit_test" "$work/vectors.txt" |
   sed 's/^C tests: /C tests (valgrind): /' || {
   cat "$work/valgrind.log"

@@ -63,7 +63,8 @@ pub enum IdemkitStatus {
     /// `needed` out-parameter. Nothing else was done.
     BufferTooSmall = 102,
     /// An argument is not acceptable: a result that is not one JSON value, an unknown enum
-    /// code, a call handle that is already finished. Nothing was done.
+    /// code, a call handle that is already finished or that another process began (before
+    /// `fork()`). Nothing was done.
     InvalidArgument = 103,
     /// idemkit panicked; the panic was caught and the process goes on. Please report it.
     Panic = 104,
@@ -154,6 +155,12 @@ impl Fault {
 
     pub(crate) fn invalid(message: impl Into<String>) -> Fault {
         Fault::new(IdemkitStatus::InvalidArgument, message)
+    }
+
+    /// The same fault, its message preceded by `context`.
+    pub(crate) fn context(mut self, context: &str) -> Fault {
+        self.message = format!("{context}: {}", self.message);
+        self
     }
 }
 

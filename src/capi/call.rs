@@ -2,6 +2,7 @@
 //! `idemkit_complete` / `idemkit_fail`) for C callers.
 
 use std::ffi::c_char;
+use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use super::boundary::{
@@ -14,7 +15,7 @@ use crate::key::KeyInput;
 use crate::policy::{KeyStrategy, Policy, RetryBehavior, Tool};
 use crate::record::Failure;
 use crate::runtime;
-use crate::store::StoreOptions;
+use crate::store::{redact_url, StoreOptions};
 
 /// How a tool's keys are derived (SPEC §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,9 +141,81 @@ pub struct IdemkitStoreOptions {
 
 /// A store and the executor that runs calls against it. Safe to share between threads; freed
 /// with `idemkit_store_free`.
-#[derive(Debug)]
+///
+/// A store's connections belong to the process that opened them; in a child made by `fork()`
+/// the handle opens the store again from its URL and options at its first use (see
+/// `idemkit_store_open`).
 pub struct IdemkitStore {
+    /// The URL it was opened with, to open it again in a forked child. It may hold a password:
+    /// only ever shown through `redact_url`.
+    url: String,
+    options: StoreOptions,
+    /// Whether the store holds connections (every store but `memory:`).
+    connected: bool,
+    opened: RwLock<Opened>,
+}
+
+/// A store as opened in one process.
+struct Opened {
     executor: Executor,
+    /// The process it belongs to (`runtime::process_generation`) and that process's id.
+    generation: u64,
+    pid: u32,
+}
+
+impl std::fmt::Debug for IdemkitStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdemkitStore")
+            .field("url", &redact_url(&self.url))
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a forked child must not touch nor drop: executors whose connections and tasks belong
+/// to the parent's runtime (their sockets are shared with the parent, and dropping them could
+/// wake the parent's runtime through shared file descriptors). Kept, never used, until exit.
+static LEFT_BEHIND_BY_FORK: Mutex<Vec<Executor>> = Mutex::new(Vec::new());
+
+fn leave_behind(executor: Executor) {
+    LEFT_BEHIND_BY_FORK
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(executor);
+}
+
+impl IdemkitStore {
+    /// The executor for this process: in a child made by `fork()`, the first use opens a
+    /// store with connections again (the parent's are left alone); `memory:` has none, so the
+    /// child goes on with its copy of the records.
+    fn executor(&self) -> Result<Executor, Fault> {
+        let generation = runtime::process_generation();
+        {
+            let opened = self.opened.read().unwrap_or_else(PoisonError::into_inner);
+            if opened.generation == generation {
+                return Ok(opened.executor.clone());
+            }
+        }
+        let mut opened = self.opened.write().unwrap_or_else(PoisonError::into_inner);
+        if opened.generation != generation {
+            let pid = std::process::id();
+            if self.connected {
+                let store = runtime::block_on(crate::store::open(&self.url, &self.options))
+                    .map_err(|error| {
+                        Fault::from(error).context(&format!(
+                            "store {} was opened in process {} before fork(); opening it again in this process ({pid}) failed",
+                            redact_url(&self.url),
+                            opened.pid
+                        ))
+                    })?;
+                let parents = std::mem::replace(&mut opened.executor, Executor::new(store));
+                leave_behind(parents);
+            }
+            opened.generation = generation;
+            opened.pid = pid;
+        }
+        Ok(opened.executor.clone())
+    }
 }
 
 /// A tool (call site): its name, which is the scope of its keys, its validated policy and its
@@ -160,6 +233,9 @@ pub struct IdemkitCall {
     executor: Executor,
     attempt: Attempt,
     finished: bool,
+    /// The process that began it (`runtime::process_generation`) and that process's id.
+    generation: u64,
+    pid: u32,
 }
 
 /// What `idemkit_begin` answers when its status is OK.
@@ -242,6 +318,21 @@ pub unsafe extern "C" fn idemkit_policy_default(policy: *mut IdemkitPolicy) -> I
 /// `*out` is NULL; an unknown or disabled scheme answers `IDEMKIT_STATUS_CONFIGURATION`, a server
 /// that cannot be reached `IDEMKIT_STATUS_STORE_UNAVAILABLE`. Blocks while the store connects.
 ///
+/// **fork().** Stores work in a child made by `fork()`, as pre-fork servers (uWSGI, php-fpm,
+/// Apache prefork) make them; nothing hangs. The library's runtime is per process: the
+/// child's first idemkit call starts a new one (the parent's is left behind, unused, in the
+/// child's memory). A Redis or PostgreSQL store opened in the parent is opened again from its
+/// URL and options at its first use in the child, with the child's own connections (the
+/// parent's are never touched, so the parent goes on undisturbed); if that fails, the call
+/// answers what this function would (`IDEMKIT_STATUS_STORE_UNAVAILABLE` within the store's
+/// connect timeout of a few seconds, or `IDEMKIT_STATUS_CONFIGURATION`), naming the fork. A
+/// `memory:` store has no connections: the child goes on with a copy of the parent's records
+/// as they were at the fork, and from then on the two copies are apart (they do not
+/// deduplicate against each other). Opening stores in the child after the fork is as good.
+/// Fork while no idemkit call is running in another thread of the parent (a lock held at the
+/// fork would stay held in the child). A call begun in the parent belongs to the parent; see
+/// `idemkit_complete`.
+///
 /// # Safety
 /// `url` is NULL or a NUL-terminated string; `options` is NULL or valid; `out` is NULL or
 /// writable.
@@ -264,9 +355,18 @@ pub unsafe extern "C" fn idemkit_store_open(
             store_options.max_outcome_bytes =
                 (options.max_outcome_bytes > 0).then_some(options.max_outcome_bytes);
         }
+        let generation = runtime::process_generation();
         let store = runtime::block_on(crate::store::open(url, &store_options))?;
+        let connected = !url.to_ascii_lowercase().starts_with("memory:");
         *out = Box::into_raw(Box::new(IdemkitStore {
-            executor: Executor::new(store),
+            url: url.to_owned(),
+            options: store_options,
+            connected,
+            opened: RwLock::new(Opened {
+                executor: Executor::new(store),
+                generation,
+                pid: std::process::id(),
+            }),
         }));
         Ok(())
     })
@@ -281,8 +381,18 @@ pub unsafe extern "C" fn idemkit_store_open(
 pub unsafe extern "C" fn idemkit_store_free(store: *mut IdemkitStore) {
     guard_void(|| {
         if !store.is_null() {
-            let _runtime = runtime::runtime().enter();
-            drop(Box::from_raw(store));
+            let store = Box::from_raw(store);
+            let opened = store
+                .opened
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner);
+            if opened.generation == runtime::process_generation() || !store.connected {
+                let _runtime = runtime::runtime().enter();
+                drop(opened.executor);
+            } else {
+                // Opened in the parent and not used here since fork(): not this process's to close.
+                leave_behind(opened.executor);
+            }
         }
     })
 }
@@ -429,7 +539,7 @@ pub unsafe extern "C" fn idemkit_begin(
             // UUID and NONE derive no key from the input.
             KeyStrategy::Uuid | KeyStrategy::None => KeyInput::Json("null"),
         };
-        let executor = &store.executor;
+        let executor = &store.executor()?;
         let mut attempt = executor.prepare(tool, &context, input)?;
         let key = attempt.key_text().unwrap_or_default();
         copy_out(
@@ -446,6 +556,8 @@ pub unsafe extern "C" fn idemkit_begin(
                     executor: executor.clone(),
                     attempt,
                     finished: false,
+                    generation: runtime::process_generation(),
+                    pid: std::process::id(),
                 }));
             }
             Ok(Step::Replay(json)) => {
@@ -531,9 +643,18 @@ pub unsafe extern "C" fn idemkit_call_key(
     })
 }
 
-/// The call handle, unless it is NULL or already finished.
+/// The call handle, unless it is NULL, already finished or begun in another process.
 unsafe fn open_call<'a>(call: *mut IdemkitCall) -> Result<&'a mut IdemkitCall, Fault> {
     let call = call.as_mut().ok_or_else(|| Fault::null("call"))?;
+    if call.generation != runtime::process_generation() {
+        return Err(Fault::invalid(format!(
+            "this call of `{}` was begun in process {} before fork(), so its claim belongs to that process and this process ({}) cannot finish it; finish it in process {} and begin this process's own calls here",
+            call.attempt.tool().name(),
+            call.pid,
+            std::process::id(),
+            call.pid
+        )));
+    }
     if call.finished {
         return Err(Fault::invalid(format!(
             "this call of `{}` is already finished (completed, failed or released); begin a new call",
@@ -571,6 +692,11 @@ unsafe fn report(recording: Recording, out: *mut IdemkitRecording) -> Result<(),
 /// `IDEMKIT_STATUS_OUTCOME_TOO_LARGE`). Text that is not one JSON value answers
 /// `IDEMKIT_STATUS_INVALID_ARGUMENT` and the call stays open, so it can be completed or
 /// failed again. The call is finished afterwards; free it with `idemkit_call_free`.
+///
+/// A call belongs to the process that began it: in a child made by `fork()`, `idemkit_complete`,
+/// `idemkit_fail` and `idemkit_release_unrun` on a call the parent began answer
+/// `IDEMKIT_STATUS_INVALID_ARGUMENT` at once (the parent still holds the call and finishes it);
+/// `idemkit_call_free` on it is safe in the child.
 ///
 /// # Safety
 /// `call` is NULL or a live call handle not used by another thread; `result_json` is NULL or a
@@ -643,7 +769,8 @@ pub unsafe extern "C" fn idemkit_release_unrun(call: *mut IdemkitCall) -> Idemki
 /// Frees a call handle. NULL is accepted and ignored. A call freed after `EXECUTE` without
 /// `idemkit_complete`, `idemkit_fail` or `idemkit_release_unrun` keeps its claim in progress:
 /// the outcome is unknown, so when the lease ends the key answers `IDEMKIT_STATUS_INDETERMINATE`
-/// until an operator resolves it or it expires.
+/// until an operator resolves it or it expires. In a child made by `fork()`, freeing a call the
+/// parent began frees only the child's copy of the handle; the claim stays the parent's.
 ///
 /// # Safety
 /// `call` is NULL or a call handle from `idemkit_begin` that was not freed yet.
@@ -651,8 +778,15 @@ pub unsafe extern "C" fn idemkit_release_unrun(call: *mut IdemkitCall) -> Idemki
 pub unsafe extern "C" fn idemkit_call_free(call: *mut IdemkitCall) {
     guard_void(|| {
         if !call.is_null() {
-            let _runtime = runtime::runtime().enter();
-            drop(Box::from_raw(call));
+            let call = Box::from_raw(call);
+            if call.generation == runtime::process_generation() {
+                let _runtime = runtime::runtime().enter();
+                drop(call);
+            } else {
+                // Begun in the parent before fork(): its store is not this process's to close.
+                let IdemkitCall { executor, .. } = *call;
+                leave_behind(executor);
+            }
         }
     })
 }

@@ -5,7 +5,10 @@
  * Usage: idemkit_test VECTORS_TXT
  *   VECTORS_TXT is keys-v1.json converted by tests/c/vectors_to_lines.py (scripts/c-test.sh
  *   does it). Compile with -DIDEMKIT_TEST_HAS_REDIS=1 when the library has the redis feature;
- *   then IDEMKIT_REDIS_URL (if set) also runs calls on a shared Redis store.
+ *   then IDEMKIT_REDIS_URL (if set) also runs calls on a shared Redis store. Likewise
+ *   -DIDEMKIT_TEST_HAS_POSTGRES=1 and IDEMKIT_POSTGRES_URL, whose database must hold the
+ *   table idemkit_c_test (sql/postgres/001_idemkit_records.sql with that name; c-test.sh
+ *   creates it).
  *
  * Prints "C tests: N passed, M failed" and exits non-zero when M > 0.
  */
@@ -17,7 +20,14 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +35,9 @@
 
 #ifndef IDEMKIT_TEST_HAS_REDIS
 #define IDEMKIT_TEST_HAS_REDIS 0
+#endif
+#ifndef IDEMKIT_TEST_HAS_POSTGRES
+#define IDEMKIT_TEST_HAS_POSTGRES 0
 #endif
 
 /* ---- a tiny harness ------------------------------------------------------------------ */
@@ -78,6 +91,34 @@ static long now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* ---- the shared servers (IDEMKIT_REDIS_URL, IDEMKIT_POSTGRES_URL) ------------------------ */
+
+/* The Redis URL when the library has the redis feature and the variable is set, else NULL. */
+static const char *redis_url(void) {
+    return IDEMKIT_TEST_HAS_REDIS ? getenv("IDEMKIT_REDIS_URL") : NULL;
+}
+
+/* The PostgreSQL URL when the library has the postgres feature and the variable is set. */
+static const char *postgres_url(void) {
+    return IDEMKIT_TEST_HAS_POSTGRES ? getenv("IDEMKIT_POSTGRES_URL") : NULL;
+}
+
+/* Opens a server store with this program's own key prefix (Redis) or table (PostgreSQL). */
+static idemkit_store *server_store(const char *url) {
+    idemkit_store_options options = {0};
+    options.key_prefix = "idemkit-c-test:";
+    options.table = "idemkit_c_test";
+    idemkit_store *store = NULL;
+    EXPECT_STATUS(idemkit_store_open(url, &options, &store), IDEMKIT_STATUS_OK);
+    return store;
+}
+
+/* A tenant no earlier run used, so reruns on the shared servers stay apart. */
+static void fresh_tenant(char *buf, size_t len, const char *what) {
+    static int n;
+    snprintf(buf, len, "c-test-%s-%ld-%ld-%d", what, (long)getpid(), now_ms(), ++n);
 }
 
 /* ---- helpers over the API ------------------------------------------------------------- */
@@ -511,6 +552,44 @@ static void an_in_progress_key_fails_with_in_progress_at_the_deadline(void) {
     idemkit_store_free(store);
 }
 
+/* SPEC §8.3: a caller still waiting for another holder at its deadline fails with in_progress,
+ * never with a store error, on the server stores too (their waits end in a claim attempt cut
+ * short by the deadline). */
+static void in_progress_at_the_deadline_on(const char *url) {
+    idemkit_store *store = server_store(url);
+    if (!store) return;
+    char tenant[96];
+    fresh_tenant(tenant, sizeof tenant, "deadline");
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    policy.ttl_seconds = 60;
+    idemkit_tool *tool = make_tool("send_email", &policy, 300);
+    idemkit_call *holder = NULL, *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, "{\"to\":\"di\"}", &holder, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "the holder runs: %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    long started = now_ms();
+    EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, "{\"to\":\"di\"}", &call, &r), IDEMKIT_STATUS_IN_PROGRESS);
+    long waited = now_ms() - started;
+    EXPECT(waited >= 250, "waited %ld ms for the 300 ms deadline", waited);
+    EXPECT(call == NULL, "nothing to run");
+    EXPECT(strlen(r.key) == 64, "key reported");
+    idemkit_begin_result_clear(&r);
+    idemkit_call_free(call);
+    EXPECT_STATUS(idemkit_release_unrun(holder), IDEMKIT_STATUS_OK);
+    idemkit_call_free(holder);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+static void redis_an_in_progress_key_fails_with_in_progress_at_the_deadline(void) {
+    in_progress_at_the_deadline_on(redis_url());
+}
+
+static void postgres_an_in_progress_key_fails_with_in_progress_at_the_deadline(void) {
+    in_progress_at_the_deadline_on(postgres_url());
+}
+
 struct waiter {
     idemkit_store *store;
     idemkit_tool *tool;
@@ -666,6 +745,252 @@ static void tenants_and_runs_are_part_of_the_key(void) {
     idemkit_call_free(call);
     idemkit_begin_result_clear(&r);
     idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+/* ---- fork(): pre-fork servers (uWSGI, php-fpm, Apache prefork) ------------------------- */
+
+/* How long a forked child may take before it counts as hung (generous: valgrind is slow). */
+#define FORK_CHILD_BOUND_MS 30000
+
+/* Runs `child(arg)` in a process made by fork(), which exits 0 when all its checks passed.
+ * Answers that exit status, or -1 when the child had to be killed after `bound_ms` (it hung)
+ * or died by a signal. Never waits longer than the bound. */
+static int in_forked_child(void (*child)(void *), void *arg, long bound_ms) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        return -1;
+    }
+    if (pid == 0) {
+        current_failed = 0;
+        child(arg);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(current_failed ? 1 : 0);
+    }
+    long started = now_ms();
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) != pid) {
+        if (now_ms() - started > bound_ms) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fprintf(stderr, "  the forked child did not finish within %ld ms; it was killed\n", bound_ms);
+            return -1;
+        }
+        sleep_ms(10);
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    fprintf(stderr, "  the forked child died by signal %d\n", WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+    return -1;
+}
+
+struct fork_case {
+    idemkit_store *stores[2]; /* Redis and PostgreSQL (NULL when not configured) */
+    const char *urls[2];
+    idemkit_store *memory;
+    idemkit_tool *tool;       /* timeout_ms 2000 */
+    idemkit_call *held;       /* begun in the parent and not finished there yet */
+    char tenant[96];
+};
+
+/* Begins `input`, expects EXECUTE and completes it with `result_json`. */
+static void run_once_as(idemkit_store *store, idemkit_tool *tool, const char *tenant, const char *input,
+                        const char *result_json) {
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, input, &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "%s runs: answer %d", input, (int)r.answer);
+    if (call) {
+        idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+        EXPECT_STATUS(idemkit_complete(call, result_json, &recording), IDEMKIT_STATUS_OK);
+        EXPECT(recording == IDEMKIT_RECORDING_RECORDED, "%s recorded: %d (%s)", input, (int)recording,
+               recording == IDEMKIT_RECORDING_RECORDED ? "-" : last_message());
+    }
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+}
+
+/* Begins `input` and expects the remembered `result_json`. */
+static void expect_cached_as(idemkit_store *store, idemkit_tool *tool, const char *tenant, const char *input,
+                             const char *result_json) {
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, input, &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS && r.result_json && strcmp(r.result_json, result_json) == 0,
+           "%s: answer %d, result %s, wanted %s", input, (int)r.answer, r.result_json ? r.result_json : "(null)",
+           result_json);
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+}
+
+static void the_forked_child_works(void *arg) {
+    struct fork_case *c = arg;
+    /* The child's first idemkit call: a store the parent opened opens again in the child (the
+     * tool has a timeout, yet the old library waited forever here); it sees the parent's
+     * records and records the child's calls, on the same server. */
+    for (int i = 0; i < 2; i++) {
+        if (!c->stores[i]) continue;
+        expect_cached_as(c->stores[i], c->tool, c->tenant, "{\"by\":\"parent\"}", "\"parent\"");
+        run_once_as(c->stores[i], c->tool, c->tenant, "{\"by\":\"child, parent's store\"}", "\"child-inherited\"");
+    }
+    /* A store opened in the child works. */
+    for (int i = 0; i < 2; i++) {
+        if (!c->urls[i]) continue;
+        idemkit_store *own = server_store(c->urls[i]);
+        if (own) {
+            run_once_as(own, c->tool, c->tenant, "{\"by\":\"child, own store\"}", "\"child-own\"");
+            expect_cached_as(own, c->tool, c->tenant, "{\"by\":\"parent\"}", "\"parent\"");
+            idemkit_store_free(own);
+        }
+    }
+    /* The memory store has no connections: the child goes on with a copy of the parent's records. */
+    expect_cached_as(c->memory, c->tool, c->tenant, "{\"by\":\"parent\"}", "\"parent\"");
+    run_once_as(c->memory, c->tool, c->tenant, "{\"by\":\"child\"}", "\"child\"");
+    /* A call the parent began is the parent's: it is refused at once here, and freeing it is safe. */
+    if (c->held) {
+        EXPECT_STATUS(idemkit_complete(c->held, "\"child\"", NULL), IDEMKIT_STATUS_INVALID_ARGUMENT);
+        EXPECT(strstr(last_message(), "fork()") != NULL, "message: %s", last_message());
+        idemkit_call_free(c->held);
+    }
+    /* Handles the parent made can be freed in the child. */
+    for (int i = 0; i < 2; i++) idemkit_store_free(c->stores[i]);
+    idemkit_store_free(c->memory);
+    idemkit_tool_free(c->tool);
+}
+
+static void a_forked_child_uses_stores_and_never_hangs(void) {
+    struct fork_case c = {{NULL, NULL}, {redis_url(), postgres_url()}, NULL, NULL, NULL, ""};
+    fresh_tenant(c.tenant, sizeof c.tenant, "fork");
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    policy.ttl_seconds = 60;
+    c.tool = make_tool("pre_fork", &policy, 2000);
+    /* The parent uses every store before fork(): the runtime runs, connections are open. */
+    for (int i = 0; i < 2; i++) {
+        if (!c.urls[i]) continue;
+        c.stores[i] = server_store(c.urls[i]);
+        if (c.stores[i]) run_once_as(c.stores[i], c.tool, c.tenant, "{\"by\":\"parent\"}", "\"parent\"");
+    }
+    c.memory = memory_store();
+    run_once_as(c.memory, c.tool, c.tenant, "{\"by\":\"parent\"}", "\"parent\"");
+    idemkit_store *claim_store = c.stores[0] ? c.stores[0] : c.stores[1] ? c.stores[1] : c.memory;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(claim_store, c.tool, c.tenant, NULL, "{\"by\":\"held\"}", &c.held, &r),
+                  IDEMKIT_STATUS_OK);
+    idemkit_begin_result_clear(&r);
+
+    long started = now_ms();
+    int status = in_forked_child(the_forked_child_works, &c, FORK_CHILD_BOUND_MS);
+    EXPECT(status == 0, "the forked child %s", status < 0 ? "hung or crashed" : "failed a check (see above)");
+    printf("note: the forked child took %ld ms\n", now_ms() - started);
+    if (status != 0) {
+        /* A child that used the parent's runtime can leave it wedged (they share its epoll and
+         * wake-up descriptors): the handles are left alone so that the suite goes on. */
+        fprintf(stderr, "  the parent's store handles are not used again after a failed child\n");
+        return;
+    }
+
+    /* The child never touched the parent's connections: they work on, and the child's records
+     * are on the servers. */
+    for (int i = 0; i < 2; i++) {
+        if (!c.stores[i]) continue;
+        run_once_as(c.stores[i], c.tool, c.tenant, "{\"by\":\"parent, after the child\"}", "\"parent-after\"");
+        expect_cached_as(c.stores[i], c.tool, c.tenant, "{\"by\":\"child, own store\"}", "\"child-own\"");
+        expect_cached_as(c.stores[i], c.tool, c.tenant, "{\"by\":\"child, parent's store\"}", "\"child-inherited\"");
+    }
+    /* The memory stores are apart after fork(): the child's call is not in the parent's copy. */
+    run_once_as(c.memory, c.tool, c.tenant, "{\"by\":\"child\"}", "\"parent's own\"");
+    /* The held call is still the parent's to finish. */
+    EXPECT_STATUS(idemkit_release_unrun(c.held), IDEMKIT_STATUS_OK);
+    idemkit_call_free(c.held);
+    for (int i = 0; i < 2; i++) idemkit_store_free(c.stores[i]);
+    idemkit_store_free(c.memory);
+    idemkit_tool_free(c.tool);
+}
+
+/* A port on 127.0.0.1 that was free a moment ago, or 0. */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    int port = 0;
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 &&
+        getsockname(fd, (struct sockaddr *)&addr, &len) == 0) {
+        port = ntohs(addr.sin_port);
+    }
+    close(fd);
+    return port;
+}
+
+struct lost_store {
+    idemkit_store *store;
+    idemkit_tool *tool;
+};
+
+static void the_child_is_told_its_store_is_gone(void *arg) {
+    struct lost_store *l = arg;
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    long started = now_ms();
+    EXPECT_STATUS(begin(l->store, l->tool, "{\"to\":\"gone\"}", &call, &r), IDEMKIT_STATUS_STORE_UNAVAILABLE);
+    long took = now_ms() - started;
+    EXPECT(took < 10000, "answered after %ld ms", took);
+    EXPECT(call == NULL, "nothing runs");
+    EXPECT(strstr(last_message(), "before fork()") != NULL, "the message names the fork: %s", last_message());
+    idemkit_begin_result_clear(&r);
+}
+
+/* A store the parent opened whose server is gone by the time the child uses it: the child's
+ * call answers store_unavailable, saying why, instead of waiting. A private redis-server, so
+ * that the shared one is never stopped. */
+static void a_forked_child_whose_store_cannot_reopen_is_told_so(void) {
+    int port = free_port();
+    EXPECT(port > 0, "a free port");
+    if (port <= 0) return;
+    char port_text[16], url[64];
+    snprintf(port_text, sizeof port_text, "%d", port);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", port);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t server = fork();
+    if (server == 0) {
+        int quiet = open("/dev/null", O_WRONLY);
+        if (quiet >= 0) {
+            dup2(quiet, STDOUT_FILENO);
+            dup2(quiet, STDERR_FILENO);
+        }
+        execlp("redis-server", "redis-server", "--port", port_text, "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--loglevel", "warning", (char *)NULL);
+        _exit(127);
+    }
+    EXPECT(server > 0, "fork for redis-server");
+    if (server <= 0) return;
+    idemkit_store *store = NULL;
+    for (long started = now_ms(); now_ms() - started < 10000; sleep_ms(50)) {
+        if (idemkit_store_open(url, NULL, &store) == IDEMKIT_STATUS_OK) break;
+        int status;
+        if (waitpid(server, &status, WNOHANG) == server) break; /* it could not start */
+    }
+    if (!store) {
+        printf("note: skipped the unreachable-after-fork check: redis-server did not start on port %d\n", port);
+        kill(server, SIGKILL);
+        waitpid(server, NULL, 0);
+        return;
+    }
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    struct lost_store l = {store, make_tool("send_email", &policy, 2000)};
+    run_once(store, l.tool, "{\"to\":\"here\"}", "1");
+    kill(server, SIGKILL);
+    waitpid(server, NULL, 0);
+    int status = in_forked_child(the_child_is_told_its_store_is_gone, &l, FORK_CHILD_BOUND_MS);
+    EXPECT(status == 0, "the forked child %s", status < 0 ? "hung or crashed" : "failed a check (see above)");
+    idemkit_tool_free(l.tool);
     idemkit_store_free(store);
 }
 
@@ -920,10 +1245,22 @@ int main(int argc, char **argv) {
     run("invalid keys are refused and nothing runs", invalid_keys_are_refused_and_nothing_runs);
     run("configuration errors are refused when built", configuration_errors_are_refused_when_built);
     run("an unreachable store is store_unavailable", an_unreachable_store_is_store_unavailable);
-    if (IDEMKIT_TEST_HAS_REDIS && getenv("IDEMKIT_REDIS_URL")) {
+    if (redis_url()) {
         run("two clients of one Redis store deduplicate", two_clients_of_one_redis_store_deduplicate);
+        run("Redis: an in-progress key fails with in_progress at the deadline",
+            redis_an_in_progress_key_fails_with_in_progress_at_the_deadline);
     } else {
         printf("note: set IDEMKIT_REDIS_URL (scripts/services.sh env) to run the calls on Redis too\n");
+    }
+    if (postgres_url()) {
+        run("PostgreSQL: an in-progress key fails with in_progress at the deadline",
+            postgres_an_in_progress_key_fails_with_in_progress_at_the_deadline);
+    } else {
+        printf("note: set IDEMKIT_POSTGRES_URL (scripts/services.sh env) to run the calls on PostgreSQL too\n");
+    }
+    run("a forked child uses stores and never hangs", a_forked_child_uses_stores_and_never_hangs);
+    if (IDEMKIT_TEST_HAS_REDIS) {
+        run("a forked child whose store cannot reopen is told so", a_forked_child_whose_store_cannot_reopen_is_told_so);
     }
     run("the last error message reports its size", the_last_error_message_reports_its_size);
     run("status names and version", names_and_version);
