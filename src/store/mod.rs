@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use crate::error::StoreError;
+/// The NFC form of a tenant (SPEC v1.1 rule 1: records are made under it).
+pub(crate) use crate::key::nfc;
 use crate::key::Key;
 use crate::record::{Outcome, Record, Status, Token};
 
@@ -242,16 +244,6 @@ pub fn newest_first(a: &Record, b: &Record) -> std::cmp::Ordering {
     b.claimed_at
         .cmp(&a.claimed_at)
         .then_with(|| a.key.cmp(&b.key))
-}
-
-/// The NFC form of a tenant (SPEC v1.1 rule 1: records are made under it), borrowed when the
-/// text is already NFC.
-pub(crate) fn nfc(text: &str) -> std::borrow::Cow<'_, str> {
-    use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
-    match is_nfc_quick(text.chars()) {
-        IsNormalized::Yes => std::borrow::Cow::Borrowed(text),
-        _ => std::borrow::Cow::Owned(text.nfc().collect()),
-    }
 }
 
 /// What a `resolve` sent a second time (its first attempt's connection broke) answers: when the
