@@ -15,9 +15,10 @@
 //!
 //! **Connections**: a few multiplexed connections used round-robin, each a
 //! [`redis::aio::ConnectionManager`] that reconnects in the background after the server comes
-//! back. A command that fails because its connection broke is sent once more (every store
-//! operation but `resolve` is safe to repeat: claims, completions and releases act by owner
-//! token), so the first call after an outage already works.
+//! back. A command that fails because its connection broke is sent once more, in every store
+//! operation (claims, completions and releases act by owner token; scans, reads and deletes are
+//! safe to repeat; a repeated `resolve` that finds its own outcome recorded answers done), so
+//! the first call of any operation after an outage or a restart already works.
 //!
 //! **Redis Cluster**: open `redis+cluster://[user:password@]host:port[,host:port...]/` (or
 //! `rediss+cluster://...` for TLS); the listed nodes are only where discovery starts. The store
@@ -29,7 +30,8 @@
 //! primary (found with `CLUSTER SLOTS`) with its own cursor, in batches, and delete or read the
 //! keys they find with per-key commands pipelined to that node (a command the node refuses
 //! because its slot moved is sent again routed by key); a `list` cursor names the node and its
-//! SCAN cursor. Opening checks `maxmemory-policy` on every primary. The cluster has only
+//! SCAN cursor. `newest` (the CLI's `list`) scans every key once on every primary, reading only
+//! the fields that rank and filter a record, and then reads the newest whole. Opening checks `maxmemory-policy` on every primary. The cluster has only
 //! database 0. While slots migrate, a SCAN may miss or repeat keys (as on any cluster) and the
 //! counts `forget`/`purge_expired` answer may fall short; run `forget` again after a resharding
 //! to be sure. A `redis://` URL naming a cluster node is refused (it would answer `MOVED` for
