@@ -13,10 +13,85 @@
 #       (the floor of an executed call) and on one existing key (the floor of a repeat).
 #
 # --write replaces the `## Stores` section of BENCHMARKS.md (other sections are left alone).
+#
+#   scripts/bench-stores.sh --list N
+#
+#   times `idemkit list --limit 20` (release build) over N records on Redis and on PostgreSQL
+#   (written straight into the servers of scripts/services.sh, which must be up), against the
+#   floor of the same script: `redis-cli --scan` of the same keys, COUNT 10, and psql running the same
+#   `ORDER BY claimed_at DESC, key LIMIT 20`. Median of 5 runs each; prints a table.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
+
+if [[ "${1:-}" == "--list" ]]; then
+    N="${2:?usage: $0 --list N}"
+    REDIS_PORT=6390
+    PG=(psql -h 127.0.0.1 -p 5440 -U postgres -d idemkit_test -Atq)
+    RUN="bench$RANDOM$RANDOM"
+    PREFIX="idemkit-$RUN:"
+    TABLE="idemkit_$RUN"
+    TENANT_HEX="$(printf bench | od -An -tx1 | tr -d ' \n')"
+    echo "bench-stores: building the release CLI" >&2
+    cargo build -q --release --features cli,redis,postgres --bin idemkit >&2
+    CLI="$REPO/target/release/idemkit"
+    echo "bench-stores: writing $N records into Redis (prefix $PREFIX) and PostgreSQL ($TABLE)" >&2
+    # Record i was claimed i ms before now: record 1 is the newest. Batches of 10,000 per script.
+    for ((from = 1; from <= N; from += 10000)); do
+        to=$((from + 9999 < N ? from + 9999 : N))
+        redis-cli -p "$REDIS_PORT" EVAL "
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000
+for i = tonumber(ARGV[2]), tonumber(ARGV[3]) do
+  local key = string.sub(redis.sha1hex('k' .. i) .. redis.sha1hex('j' .. i), 1, 64)
+  local k = ARGV[1] .. 't$TENANT_HEX:' .. key
+  redis.call('HSET', k, 'v', '1', 'key', key, 'tenant', 'bench', 'scope', 'bench',
+    'state', 'completed', 'token', string.sub(redis.sha1hex('t' .. i), 1, 32),
+    'claimed_at', string.format('%d', now - i), 'lease_end', string.format('%d', now - i + 1000),
+    'ttl_ms', '3600000', 'expires_at', string.format('%d', now + 3600000),
+    'outcome', '{\"success\":1}', 'outcome_kind', 'success')
+  redis.call('PEXPIREAT', k, string.format('%d', now + 3600000))
+end
+return 1" 0 "$PREFIX" "$from" "$to" >/dev/null
+    done
+    "${PG[@]}" -c "$(sed 's/idemkit_records/'"$TABLE"'/g' sql/postgres/001_idemkit_records.sql sql/postgres/002_idemkit_records_claimed_at.sql)" >/dev/null
+    "${PG[@]}" -c "INSERT INTO $TABLE (tenant, key, format, scope, state, token, claimed_at, lease_end,
+        ttl_ms, expires_at, outcome_kind, outcome)
+        SELECT 'bench', encode(sha256(convert_to('k' || i, 'UTF8')), 'hex'), 1, 'bench', 'completed',
+          md5(i::text), now() - i * interval '1 millisecond', now(), 3600000,
+          now() + interval '1 hour', 'success', '{\"success\":1}'::json
+        FROM generate_series(1, $N) AS i; ANALYZE $TABLE" >/dev/null
+    median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+    timed() { # command... : prints seconds
+        local start end
+        start=$(date +%s.%N)
+        "$@" >/dev/null
+        end=$(date +%s.%N)
+        echo "$end - $start" | bc -l
+    }
+    five() { for _ in 1 2 3 4 5; do timed "$@"; done | median; }
+    redis_list=$(five "$CLI" list --limit 20 --store "redis://127.0.0.1:$REDIS_PORT/0" --prefix "$PREFIX")
+    redis_floor=$(five redis-cli -p "$REDIS_PORT" --scan --pattern "$PREFIX*")
+    pg_list=$(five "$CLI" list --limit 20 --store "postgres://postgres@127.0.0.1:5440/idemkit_test" --table "$TABLE")
+    pg_floor=$(five "${PG[@]}" -c "SELECT key FROM $TABLE WHERE expires_at > now() ORDER BY claimed_at DESC, key LIMIT 20")
+    # The newest record (1) comes first on both.
+    newest=$("${PG[@]}" -c "SELECT encode(sha256(convert_to('k1', 'UTF8')), 'hex')")
+    "$CLI" list --limit 1 --json --store "postgres://postgres@127.0.0.1:5440/idemkit_test" --table "$TABLE" |
+        grep -q "$newest" || { echo "bench-stores: PostgreSQL list does not show the newest first" >&2; exit 1; }
+    "$CLI" list --limit 1 --json --store "redis://127.0.0.1:$REDIS_PORT/0" --prefix "$PREFIX" |
+        grep -q "$(printf k1 | sha1sum | cut -c1-40)$(printf j1 | sha1sum | cut -c1-24)" ||
+        { echo "bench-stores: Redis list does not show the newest first" >&2; exit 1; }
+    "$CLI" forget --yes --tenant bench --store "redis://127.0.0.1:$REDIS_PORT/0" --prefix "$PREFIX" >/dev/null
+    "${PG[@]}" -c "DROP TABLE $TABLE" >/dev/null
+    printf '| store | records | `idemkit list --limit 20` (median of 5) | floor in the same run | ratio |\n'
+    printf '|---|---|---|---|---|\n'
+    printf '| Redis | %s | %.2f s | %.2f s (`redis-cli --scan` of the same keys, COUNT 10) | %.1f× |\n' \
+        "$N" "$redis_list" "$redis_floor" "$(echo "$redis_list / $redis_floor" | bc -l)"
+    printf '| PostgreSQL | %s | %.3f s | %.3f s (psql, the same ORDER BY ... LIMIT 20) | %.1f× |\n' \
+        "$N" "$pg_list" "$pg_floor" "$(echo "$pg_list / $pg_floor" | bc -l)"
+    exit 0
+fi
 SECONDS_PER_RUN=5
 WRITE=0
 while (($#)); do

@@ -881,3 +881,185 @@ async fn no_form_of_password_shows_in_errors_or_descriptions() {
         }
     }
 }
+
+/// A PostgreSQL server of its own (initdb in a temporary directory, run as the `postgres` OS
+/// user through `runuser` when this runs as root), stopped when dropped.
+struct PrivatePostgres {
+    dir: std::path::PathBuf,
+    port: u16,
+}
+
+impl PrivatePostgres {
+    fn command(program: &str) -> std::process::Command {
+        let as_root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+        if as_root {
+            let mut command = std::process::Command::new("runuser");
+            command.args(["-u", "postgres", "--", program]);
+            command
+        } else {
+            std::process::Command::new(program)
+        }
+    }
+
+    fn run(program: &str, args: &[&str]) -> bool {
+        Self::command(program)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// `None` (and a loud skip) when initdb or pg_ctl cannot run here.
+    fn start() -> Option<PrivatePostgres> {
+        let dir = std::env::temp_dir().join(format!("idemkit-pg-{}", &Token::random().hex()[..10]));
+        let port = common::free_port();
+        let data = dir.to_string_lossy().into_owned();
+        let made = Self::run("mkdir", &["-p", &data])
+            && Self::run(
+                "initdb",
+                &[
+                    "-D",
+                    &data,
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                ],
+            );
+        if !made {
+            eprintln!(
+                "SKIPPED: cannot initdb a private PostgreSQL (needs initdb, and runuser as root)"
+            );
+            return None;
+        }
+        let server = PrivatePostgres { dir, port };
+        if !server.pg_ctl("start") {
+            eprintln!("SKIPPED: cannot start a private PostgreSQL");
+            return None;
+        }
+        Some(server)
+    }
+
+    fn pg_ctl(&self, action: &str) -> bool {
+        let data = self.dir.to_string_lossy().into_owned();
+        let options = format!("-p {} -k {} -c listen_addresses=127.0.0.1", self.port, data);
+        let log = format!("{data}/server.log");
+        Self::run(
+            "pg_ctl",
+            &[
+                "-D", &data, "-o", &options, "-l", &log, "-m", "fast", "-w", action,
+            ],
+        )
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        self.pg_ctl("stop");
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A real restart (`pg_ctl restart -m fast`): the first call of every operation afterwards works
+/// on the same store, whose connections the restart ended. (A restart takes long enough for the
+/// client to see its connections close; the race where a statement goes out on a session the
+/// server is ending is `every_operation_works_at_once_after_the_server_ends_its_sessions`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_operation_works_at_once_after_a_server_restart() {
+    if postgres_url().is_none() {
+        return;
+    }
+    let Some(server) = PrivatePostgres::start() else {
+        return;
+    };
+    let store = Arc::new(
+        PostgresStore::connect(&server.url(), &StoreOptions::default())
+            .await
+            .unwrap(),
+    );
+    store.create_table_if_missing().await.unwrap();
+    let tenant = random_tenant();
+    let keys: Vec<_> = (0..4).map(|_| random_key()).collect();
+    let tokens: Vec<Token> = (0..4).map(|_| Token::random()).collect();
+    // Concurrent claims open several connections.
+    let mut running = Vec::new();
+    for (key, token) in keys.iter().zip(&tokens) {
+        let (store, tenant, key, token) = (store.clone(), tenant.clone(), *key, *token);
+        running.push(tokio::spawn(async move {
+            let id = RecordId {
+                tenant: Some(&tenant),
+                key: &key,
+            };
+            store
+                .claim(&request(id, token, 60_000, 60_000))
+                .await
+                .unwrap();
+        }));
+    }
+    for task in running {
+        task.await.unwrap();
+    }
+    let id = |i: usize| RecordId {
+        tenant: Some(&tenant),
+        key: &keys[i],
+    };
+    let filter = idemkit::store::ListFilter {
+        tenant: Some(Some(tenant.clone())),
+        ..Default::default()
+    };
+    let outcome = Outcome::success(r#""settled""#).unwrap();
+    let restart = || assert!(server.pg_ctl("restart"), "pg_ctl restart");
+
+    restart();
+    store.get(id(0)).await.expect("get");
+    restart();
+    store
+        .complete(id(1), tokens[1], &outcome, 60_000)
+        .await
+        .expect("complete");
+    restart();
+    assert!(store.release(id(2), tokens[2]).await.expect("release"));
+    restart();
+    let resolved = store
+        .resolve(
+            id(3),
+            tokens[3],
+            &idemkit::store::Resolution::Complete {
+                outcome: outcome.clone(),
+                ttl_ms: 60_000,
+            },
+        )
+        .await
+        .expect("resolve");
+    assert_eq!(resolved, idemkit::store::Resolved::Done);
+    restart();
+    assert_eq!(
+        store.list(&filter, None).await.expect("list").records.len(),
+        3
+    );
+    restart();
+    assert_eq!(
+        store.newest(&filter).await.expect("newest").records.len(),
+        3
+    );
+    restart();
+    store.purge_expired().await.expect("purge");
+    restart();
+    let fresh = random_key();
+    store
+        .claim(&common::untenanted_request(&fresh, "postgres_test"))
+        .await
+        .expect("claim");
+    restart();
+    assert_eq!(store.forget(Some(&tenant)).await.expect("forget"), 3);
+}

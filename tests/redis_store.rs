@@ -841,12 +841,22 @@ async fn list_shows_the_newest_records_first_among_30k() {
     assert_eq!(store.forget(Some(&tenant)).await.unwrap(), 30_005);
 }
 
+/// A directory removed when dropped (also when a test fails).
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A private server with an append-only file in a directory of its own, so that records
-/// survive a restart.
-fn persistent_redis() -> Option<(PrivateRedis, std::path::PathBuf)> {
+/// survive a restart. (The server is dropped before the directory.)
+fn persistent_redis() -> Option<(PrivateRedis, TempDir)> {
     let dir = std::env::temp_dir().join(format!("idemkit-redis-{}", &Token::random().hex()[..10]));
     std::fs::create_dir_all(&dir).unwrap();
     let dir_arg = dir.to_string_lossy().into_owned();
+    let dir = TempDir(dir);
     let server = PrivateRedis::start(&[
         "--maxmemory-policy",
         "noeviction",
@@ -949,7 +959,7 @@ async fn every_operation_works_at_once_after_a_restart() {
         .await
         .expect("claim after a restart");
     drop(server);
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 /// SPEC v1.1 rule 11: no form of password reaches an error from `store::open` or `describe()`.

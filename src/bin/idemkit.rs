@@ -523,11 +523,26 @@ async fn list(args: ListArgs) -> Result<(), Failed> {
         status: args.state.as_deref().and_then(Status::from_name),
         limit: args.limit,
     };
-    // The newest of every record, however many (the store reads them in claimed_at order).
-    let page = store
-        .newest(&filter)
-        .await
-        .map_err(|e| store_failed(&args.store, e))?;
+    // The newest of every record, however many (PostgreSQL reads them along an index; Redis
+    // reads every key once, and a terminal is told so when that takes a while).
+    let newest = store.newest(&filter);
+    tokio::pin!(newest);
+    let slow = tokio::time::sleep(std::time::Duration::from_secs(1));
+    let page = tokio::select! {
+        page = &mut newest => page,
+        _ = slow => {
+            let terminal = std::io::stderr().is_terminal();
+            if terminal {
+                eprint!("reading every record of the store to find the newest…");
+            }
+            let page = newest.await;
+            if terminal {
+                eprintln!(" done");
+            }
+            page
+        }
+    }
+    .map_err(|e| store_failed(&args.store, e))?;
     let (mut records, now) = (page.records, page.now_ms);
     records.truncate(args.limit);
     let mut out = std::io::stdout().lock();

@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use crate::error::StoreError;
+/// The NFC form of a tenant (SPEC v1.1 rule 1: records are made under it).
+pub(crate) use crate::key::nfc;
 use crate::key::Key;
 use crate::record::{Outcome, Record, Status, Token};
 
@@ -248,16 +250,6 @@ pub fn newest_first(a: &Record, b: &Record) -> std::cmp::Ordering {
         .then_with(|| a.key.cmp(&b.key))
 }
 
-/// The NFC form of a tenant (SPEC v1.1 rule 1: records are made under it), borrowed when the
-/// text is already NFC.
-pub(crate) fn nfc(text: &str) -> std::borrow::Cow<'_, str> {
-    use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
-    match is_nfc_quick(text.chars()) {
-        IsNormalized::Yes => std::borrow::Cow::Borrowed(text),
-        _ => std::borrow::Cow::Owned(text.nfc().collect()),
-    }
-}
-
 /// What a `resolve` sent a second time (its first attempt's connection broke) answers: when the
 /// first attempt landed, the record already holds this very outcome under `expected`, which is
 /// the resolution done. (A release that landed reads as `NotFound`: the record is gone.)
@@ -293,6 +285,56 @@ pub fn poll_backoff(attempt: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resolve sent again after a broken connection: finding its own outcome recorded under
+    /// the expected token means the first one landed (done); anything else stays as found.
+    #[cfg(any(feature = "redis", feature = "postgres"))]
+    #[test]
+    fn a_repeated_resolve_that_finds_its_own_outcome_is_done() {
+        let expected = Token::random();
+        let outcome = Outcome::success("1").unwrap();
+        let record = |token: Token, outcome: Outcome| Record {
+            format: crate::record::RECORD_FORMAT,
+            key: "ab".repeat(32),
+            tenant: None,
+            scope: "s".into(),
+            state: crate::record::RecordState::Completed,
+            token,
+            claimed_at: 1,
+            lease_end: 2,
+            ttl_ms: 3,
+            expires_at: 4,
+            outcome: Some(outcome),
+        };
+        let complete = Resolution::Complete {
+            outcome: outcome.clone(),
+            ttl_ms: 10,
+        };
+        let ours = Resolved::AlreadyCompleted(record(expected, outcome.clone()));
+        assert_eq!(
+            repeated_resolution(ours.clone(), expected, &complete),
+            Resolved::Done
+        );
+        assert_eq!(
+            repeated_resolution(ours.clone(), expected, &Resolution::Release),
+            ours
+        );
+        let other_outcome =
+            Resolved::AlreadyCompleted(record(expected, Outcome::success("2").unwrap()));
+        assert_eq!(
+            repeated_resolution(other_outcome.clone(), expected, &complete),
+            other_outcome
+        );
+        let other_token = Resolved::AlreadyCompleted(record(Token::random(), outcome));
+        assert_eq!(
+            repeated_resolution(other_token.clone(), expected, &complete),
+            other_token
+        );
+        assert_eq!(
+            repeated_resolution(Resolved::NotFound, expected, &Resolution::Release),
+            Resolved::NotFound
+        );
+    }
 
     #[test]
     fn poll_backoff_starts_near_5ms_and_caps_near_200ms() {

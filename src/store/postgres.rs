@@ -21,8 +21,13 @@
 //! **Connections**: a few connections used round-robin (tokio-postgres pipelines the statements
 //! of concurrent callers on each), with every statement prepared once per connection, so a call
 //! is one round trip. A broken connection is replaced on next use, and a statement that failed
-//! because its connection broke is sent once more (every operation but `resolve` is safe to
-//! repeat), so calls work again as soon as the server is back.
+//! because its connection broke or the server ended the session (a restart, an administrator:
+//! SQLSTATE 57P01-57P03, class 08) is sent once more on a fresh connection, in every operation
+//! (a repeated `resolve` that finds its own outcome recorded answers done), so calls work again
+//! as soon as the server is back.
+//!
+//! **Newest first**: `newest` (the CLI's `list`) reads `ORDER BY claimed_at DESC, key LIMIT n`
+//! along the index of `sql/postgres/002_idemkit_records_claimed_at.sql`.
 //!
 //! TLS is not built in: `sslmode=disable` and `sslmode=prefer` (the default) connect in plain
 //! text; `sslmode=require` is refused with a configuration error.
@@ -529,8 +534,9 @@ impl PostgresStore {
         &self.table
     }
 
-    /// Creates the table and its index if they do not exist (the DDL of
-    /// `sql/postgres/001_idemkit_records.sql` with this store's table name).
+    /// Creates the table and its indexes if they do not exist (the DDL of every file of
+    /// `sql/postgres/`, 001 and 002, with this store's table name): on a table made by 001 it
+    /// adds the claimed_at index of 002.
     pub async fn create_table_if_missing(&self) -> Result<(), StoreError> {
         let ddl = schema_sql(&self.table)?;
         let client = self.raw_connection().await?;

@@ -15,9 +15,10 @@
 //!
 //! **Connections**: a few multiplexed connections used round-robin, each a
 //! [`redis::aio::ConnectionManager`] that reconnects in the background after the server comes
-//! back. A command that fails because its connection broke is sent once more (every store
-//! operation but `resolve` is safe to repeat: claims, completions and releases act by owner
-//! token), so the first call after an outage already works.
+//! back. A command that fails because its connection broke is sent once more, in every store
+//! operation (claims, completions and releases act by owner token; scans, reads and deletes are
+//! safe to repeat; a repeated `resolve` that finds its own outcome recorded answers done), so
+//! the first call of any operation after an outage or a restart already works.
 //!
 //! **Redis Cluster**: open `redis+cluster://[user:password@]host:port[,host:port...]/` (or
 //! `rediss+cluster://...` for TLS); the listed nodes are only where discovery starts. The store
@@ -29,7 +30,8 @@
 //! primary (found with `CLUSTER SLOTS`) with its own cursor, in batches, and delete or read the
 //! keys they find with per-key commands pipelined to that node (a command the node refuses
 //! because its slot moved is sent again routed by key); a `list` cursor names the node and its
-//! SCAN cursor. Opening checks `maxmemory-policy` on every primary. The cluster has only
+//! SCAN cursor. `newest` (the CLI's `list`) scans every key once on every primary, reading only
+//! the fields that rank and filter a record, and then reads the newest whole. Opening checks `maxmemory-policy` on every primary. The cluster has only
 //! database 0. While slots migrate, a SCAN may miss or repeat keys (as on any cluster) and the
 //! counts `forget`/`purge_expired` answer may fall short; run `forget` again after a resharding
 //! to be sure. A `redis://` URL naming a cluster node is refused (it would answer `MOVED` for
@@ -67,6 +69,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How many keys one SCAN step asks for (`forget`, `purge_expired`).
 const SCAN_BATCH: usize = 500;
+/// How many keys one SCAN step of `newest` asks for (it reads every key: few round trips).
+const NEWEST_SCAN_BATCH: usize = 5000;
 /// How many SCAN steps one `list` page may take before it answers with what it has.
 const LIST_SCAN_STEPS: usize = 32;
 /// How often the cluster client retries a command (redirects, reconnects) within its timeout.
@@ -661,6 +665,40 @@ impl RedisStore {
             Err(e) if broken_connection(&e) => op(connection).await.map_err(|e| self.error(e)),
             Err(e) => Err(self.error(e)),
         }
+    }
+
+    /// `newest`: `(claimed_at, key)` of the live `keys` (on `node`) that pass `filter`, read
+    /// with one pipelined `HMGET` of the ranking fields per key.
+    async fn rank(
+        &self,
+        node: &mut Node,
+        keys: Vec<String>,
+        now: i64,
+        filter: &ListFilter,
+    ) -> Result<Vec<(i64, String)>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for key in &keys {
+            pipe.cmd("HMGET")
+                .arg(key)
+                .arg("claimed_at")
+                .arg("expires_at")
+                .arg("state")
+                .arg("lease_end");
+        }
+        let answers = node
+            .pipeline(&pipe, keys.len())
+            .await
+            .map_err(|e| self.error(e))?;
+        let mut ranked = Vec::with_capacity(keys.len());
+        for (key, answer) in keys.into_iter().zip(answers) {
+            if let Some(claimed_at) = ranking_fields(answer, now, filter)? {
+                ranked.push((claimed_at, key));
+            }
+        }
+        Ok(ranked)
     }
 
     fn error(&self, e: RedisError) -> StoreError {
@@ -1320,47 +1358,51 @@ impl Store for RedisStore {
         let mut best: BinaryHeap<Reverse<Ranked>> = BinaryHeap::with_capacity(keep + 1);
         let mut primaries = self.primaries().await?;
         for (index, primary) in primaries.iter_mut().enumerate() {
-            let mut cursor = 0u64;
-            loop {
-                let (next, keys) = self.scan(primary, cursor, &pattern, SCAN_BATCH * 2).await?;
-                let keys: Vec<String> = keys
-                    .into_iter()
-                    .filter(|k| k.strip_prefix(&self.prefix).is_some_and(is_record_suffix))
-                    .collect();
-                if !keys.is_empty() {
-                    let mut pipe = redis::pipe();
-                    for key in &keys {
-                        pipe.cmd("HMGET")
-                            .arg(key)
-                            .arg("claimed_at")
-                            .arg("expires_at")
-                            .arg("state")
-                            .arg("lease_end");
+            // The next SCAN step runs while the keys of the previous one are read: two round
+            // trips in flight, on a second handle of the same connection.
+            let mut scanner = Node {
+                connection: primary.connection.clone(),
+                address: primary.address.clone(),
+            };
+            let mut cursor = Some(0u64);
+            let mut batch: Vec<String> = Vec::new();
+            while cursor.is_some() || !batch.is_empty() {
+                let step = cursor;
+                let scanner = &mut scanner;
+                let pattern = &pattern;
+                let scan = async move {
+                    match step {
+                        Some(c) => self
+                            .scan(scanner, c, pattern, NEWEST_SCAN_BATCH)
+                            .await
+                            .map(Some),
+                        None => Ok(None),
                     }
-                    let answers = primary
-                        .pipeline(&pipe, keys.len())
-                        .await
-                        .map_err(|e| self.error(e))?;
-                    for (key, answer) in keys.into_iter().zip(answers) {
-                        let Some(claimed_at) = ranking_fields(answer, now, filter)? else {
-                            continue;
-                        };
-                        let hex = key.rsplit(':').next().unwrap_or_default().to_owned();
-                        best.push(Reverse(Ranked {
-                            claimed_at,
-                            hex: Reverse(hex),
-                            key,
-                            node: index,
-                        }));
-                        if best.len() > keep {
-                            best.pop();
-                        }
+                };
+                let read = self.rank(primary, std::mem::take(&mut batch), now, filter);
+                let (scanned, ranked) = tokio::try_join!(scan, read)?;
+                for (claimed_at, key) in ranked {
+                    let hex = key.rsplit(':').next().unwrap_or_default().to_owned();
+                    best.push(Reverse(Ranked {
+                        claimed_at,
+                        hex: Reverse(hex),
+                        key,
+                        node: index,
+                    }));
+                    if best.len() > keep {
+                        best.pop();
                     }
                 }
-                if next == 0 {
-                    break;
+                match scanned {
+                    Some((next, keys)) => {
+                        cursor = (next != 0).then_some(next);
+                        batch = keys
+                            .into_iter()
+                            .filter(|k| k.strip_prefix(&self.prefix).is_some_and(is_record_suffix))
+                            .collect();
+                    }
+                    None => cursor = None,
                 }
-                cursor = next;
             }
         }
         // Read the chosen records whole, from the node that holds each.
