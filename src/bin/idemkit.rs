@@ -476,7 +476,6 @@ async fn scan(
     store: &Arc<dyn Store>,
     args: &StoreArgs,
     mut filter: ListFilter,
-    stop_after: Option<usize>,
 ) -> Result<(Vec<Record>, i64), Failed> {
     let progress = std::io::stderr().is_terminal();
     let mut records = Vec::new();
@@ -501,9 +500,6 @@ async fn scan(
         match page.next_cursor {
             Some(c) => cursor = Some(c),
             None => break,
-        }
-        if stop_after.is_some_and(|n| records.len() >= n * 4 && records.len() >= 10_000) {
-            break;
         }
     }
     if progress && pages >= 4 {
@@ -765,7 +761,7 @@ async fn forget(args: ForgetArgs) -> Result<(), Failed> {
 
 async fn stats(args: StatsArgs) -> Result<(), Failed> {
     let store = open(&args.store).await?;
-    let (records, now) = scan(&store, &args.store, ListFilter::default(), None).await?;
+    let (records, now) = scan(&store, &args.store, ListFilter::default()).await?;
     let mut by_tenant: BTreeMap<String, [u64; 3]> = BTreeMap::new();
     let mut total = [0u64; 3];
     for r in &records {
