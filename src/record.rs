@@ -132,6 +132,18 @@ impl Outcome {
             _ => None,
         }
     }
+
+    /// The outcome as the Redis and PostgreSQL stores keep it: its JSON and its kind
+    /// (`success`, `failure` or `too_large`, so a store can tell them apart without parsing).
+    pub(crate) fn stored(&self) -> (String, &'static str) {
+        let kind = match self {
+            Outcome::Success(_) => "success",
+            Outcome::Failure(_) => "failure",
+            Outcome::TooLarge { .. } => "too_large",
+        };
+        let json = serde_json::to_string(self).expect("an outcome always serialises");
+        (json, kind)
+    }
 }
 
 impl PartialEq for Outcome {

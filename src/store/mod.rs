@@ -21,6 +21,11 @@ pub use memory::{Clock, ManualClock, MemoryStore, SystemClock};
 /// The default largest success result (serialised JSON) a store keeps: 1 MiB.
 pub const DEFAULT_MAX_OUTCOME_BYTES: usize = 1 << 20;
 
+/// [`crate::policy::MAX_SPAN`] in milliseconds: the Redis and PostgreSQL stores cap every lease
+/// and TTL they are sent at it, so that times stay exact (in Lua's doubles too).
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) const MAX_SPAN_MS: u64 = crate::policy::MAX_SPAN.as_millis() as u64;
+
 /// Where a record lives: its tenant and key. Records are tenant-scoped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RecordId<'a> {

@@ -1,0 +1,180 @@
+//! Reading Redis answers: text and numbers, a record from its hash, the `{answer, now, ...}`
+//! replies of the scripts, and the ranking fields `newest` reads.
+
+use redis::Value;
+
+use crate::error::StoreError;
+use crate::record::{Outcome, Record, RecordState, Status, Token, RECORD_FORMAT};
+use crate::store::ListFilter;
+
+pub(super) fn config_value(value: &Value) -> Option<String> {
+    match value {
+        Value::Array(items) if items.len() >= 2 => text(&items[1]).ok(),
+        Value::Map(pairs) => pairs.first().and_then(|(_, v)| text(v).ok()),
+        _ => None,
+    }
+}
+
+pub(super) fn text(value: &Value) -> Result<String, StoreError> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone())
+            .map_err(|_| StoreError::Corrupt("a Redis answer is not UTF-8".into())),
+        Value::SimpleString(s) => Ok(s.clone()),
+        Value::Int(i) => Ok(i.to_string()),
+        Value::Okay => Ok("OK".into()),
+        other => Err(StoreError::Corrupt(format!(
+            "unexpected Redis answer {other:?}"
+        ))),
+    }
+}
+
+pub(super) fn number(value: &Value) -> Result<i64, StoreError> {
+    match value {
+        Value::Int(i) => Ok(*i),
+        other => {
+            let t = text(other)?;
+            t.parse()
+                .map_err(|_| StoreError::Corrupt(format!("{t:?} is not a number")))
+        }
+    }
+}
+
+pub(super) fn items(value: Value) -> Result<Vec<Value>, StoreError> {
+    match value {
+        Value::Array(items) => Ok(items),
+        Value::Nil => Ok(Vec::new()),
+        other => Err(StoreError::Corrupt(format!(
+            "unexpected Redis answer {other:?}"
+        ))),
+    }
+}
+
+/// A record from the flat `HGETALL` list of its hash.
+pub(super) fn record_from_hash(flat: &[Value]) -> Result<Record, StoreError> {
+    let mut v = None;
+    let mut key = None;
+    let mut tenant = None;
+    let mut scope = None;
+    let mut state = None;
+    let mut token = None;
+    let (mut claimed_at, mut lease_end, mut ttl_ms, mut expires_at) = (None, None, None, None);
+    let mut outcome = None;
+    for pair in flat.chunks(2) {
+        let [name, value] = pair else {
+            return Err(StoreError::Corrupt("odd HGETALL answer".into()));
+        };
+        let name = text(name)?;
+        match name.as_str() {
+            "v" => v = Some(number(value)?),
+            "key" => key = Some(text(value)?),
+            "tenant" => tenant = Some(text(value)?),
+            "scope" => scope = Some(text(value)?),
+            "state" => state = Some(text(value)?),
+            "token" => token = Some(text(value)?),
+            "claimed_at" => claimed_at = Some(number(value)?),
+            "lease_end" => lease_end = Some(number(value)?),
+            "ttl_ms" => ttl_ms = Some(number(value)?),
+            "expires_at" => expires_at = Some(number(value)?),
+            "outcome" => outcome = Some(text(value)?),
+            _ => {}
+        }
+    }
+    let key_text = key.clone().unwrap_or_default();
+    let missing = |field: &str| StoreError::Corrupt(format!("record {key_text} has no `{field}`"));
+    let format = v.ok_or_else(|| missing("v"))?;
+    if format != RECORD_FORMAT as i64 {
+        return Err(StoreError::Corrupt(format!(
+            "record {key_text} has format {format}, not {RECORD_FORMAT}; upgrade idemkit to read it"
+        )));
+    }
+    let state = match state.as_deref() {
+        Some("in_progress") => RecordState::InProgress,
+        Some("completed") => RecordState::Completed,
+        other => {
+            return Err(StoreError::Corrupt(format!(
+                "record {key_text} has state {other:?}"
+            )))
+        }
+    };
+    let token_text = token.ok_or_else(|| missing("token"))?;
+    let token = Token::from_hex(&token_text).ok_or_else(|| {
+        StoreError::Corrupt(format!("record {key_text} has token {token_text:?}"))
+    })?;
+    let outcome = match outcome {
+        None => None,
+        Some(json) => Some(serde_json::from_str::<Outcome>(&json).map_err(|e| {
+            StoreError::Corrupt(format!("record {key_text} has an unreadable outcome: {e}"))
+        })?),
+    };
+    Ok(Record {
+        format: RECORD_FORMAT,
+        key: key.ok_or_else(|| missing("key"))?,
+        tenant,
+        scope: scope.ok_or_else(|| missing("scope"))?,
+        state,
+        token,
+        claimed_at: claimed_at.ok_or_else(|| missing("claimed_at"))?,
+        lease_end: lease_end.ok_or_else(|| missing("lease_end"))?,
+        ttl_ms: ttl_ms.ok_or_else(|| missing("ttl_ms"))?,
+        expires_at: expires_at.ok_or_else(|| missing("expires_at"))?,
+        outcome,
+    })
+}
+
+/// `{answer, now, rest...}` from a script.
+pub(super) fn reply(value: Value) -> Result<(String, i64, Vec<Value>), StoreError> {
+    let mut items = items(value)?.into_iter();
+    let answer = text(&items.next().unwrap_or(Value::Nil))?;
+    let now = number(&items.next().unwrap_or(Value::Nil))?;
+    Ok((answer, now, items.collect()))
+}
+
+pub(super) fn record_in(rest: Vec<Value>) -> Result<Record, StoreError> {
+    let flat = items(rest.into_iter().next().unwrap_or(Value::Nil))?;
+    record_from_hash(&flat)
+}
+
+/// From `HMGET claimed_at expires_at state lease_end`: the record's `claimed_at` when it is
+/// live and passes the filter's status, else `None` (gone, expired, or another status).
+pub(super) fn ranking_fields(
+    answer: Value,
+    now: i64,
+    filter: &ListFilter,
+) -> Result<Option<i64>, StoreError> {
+    if let Value::ServerError(e) = &answer {
+        return Err(StoreError::unavailable(format!("Redis: {e:?}")));
+    }
+    let fields = items(answer)?;
+    let field = |i: usize| fields.get(i).filter(|v| !matches!(v, Value::Nil));
+    let (Some(claimed_at), Some(expires_at), Some(state)) = (field(0), field(1), field(2)) else {
+        return Ok(None);
+    };
+    if now >= number(expires_at)? {
+        return Ok(None);
+    }
+    if let Some(wanted) = filter.status {
+        let status = match text(state)?.as_str() {
+            "completed" => Status::Completed,
+            _ => match field(3) {
+                Some(lease_end) if now < number(lease_end)? => Status::InProgress,
+                _ => Status::Abandoned,
+            },
+        };
+        if status != wanted {
+            return Ok(None);
+        }
+    }
+    Ok(Some(number(claimed_at)?))
+}
+
+/// The sum of the integer answers of a pipeline (deleted counts).
+pub(super) fn sum(values: &[Value]) -> Result<u64, StoreError> {
+    let mut total = 0u64;
+    for value in values {
+        if let Value::ServerError(e) = value {
+            return Err(StoreError::unavailable(format!("Redis: {e:?}")));
+        }
+        total += number(value)?.max(0) as u64;
+    }
+    Ok(total)
+}

@@ -1,0 +1,801 @@
+//! The Redis store (feature `redis`): one hash per record, claims as one single-key Lua script.
+//!
+//! **Key layout** (SPEC §4): `<prefix><t>:<key>`, where `t` is `_` for no tenant, else `t`
+//! followed by the lowercase hex of the tenant's UTF-8 bytes, and `key` is the 64-hex key. There
+//! is no hash tag: every operation touches one key, so Redis Cluster spreads records freely.
+//!
+//! **Value**: a hash with the fields `v` (record format), `key`, `tenant` (absent for no tenant),
+//! `scope`, `state` (`in_progress`/`completed`), `token`, `claimed_at`, `lease_end`, `ttl_ms`,
+//! `expires_at` (milliseconds on the server's clock), and once completed `outcome` (the outcome as
+//! JSON, written by Rust and never re-encoded by Lua, so a success comes back byte for byte) and
+//! `outcome_kind` (`success`, `failure` or `too_large`, so scripts need not parse JSON).
+//!
+//! **Time**: every script reads Redis `TIME` as *now*; process clocks are never compared. Records
+//! expire natively (`PEXPIREAT expires_at`) and every read checks `expires_at` as well.
+//!
+//! **Connections**: a few multiplexed connections used round-robin, each a
+//! [`redis::aio::ConnectionManager`] that reconnects in the background after the server comes
+//! back. A command that fails because its connection broke is sent once more, in every store
+//! operation (claims, completions and releases act by owner token; scans, reads and deletes are
+//! safe to repeat; a repeated `resolve` that finds its own outcome recorded answers done), so
+//! the first call of any operation after an outage or a restart already works.
+//!
+//! **Redis Cluster**: open `redis+cluster://[user:password@]host:port[,host:port...]/` (or
+//! `rediss+cluster://...` for TLS); the listed nodes are only where discovery starts. The store
+//! then uses the redis crate's async cluster client (one multiplexed connection per node), which
+//! follows the slot map (`MOVED`/`ASK`), reconnects by itself and gives up within the same
+//! response timeout (it may send a command again after a broken connection, `resolve` too: a
+//! resolution that landed may then be reported as already done). Claims, completions, releases, reads and resolutions are the same
+//! single-key scripts, routed by their one key. `forget`, `list` and `purge_expired` SCAN every
+//! primary (found with `CLUSTER SLOTS`) with its own cursor, in batches, and delete or read the
+//! keys they find with per-key commands pipelined to that node (a command the node refuses
+//! because its slot moved is sent again routed by key); a `list` cursor names the node and its
+//! SCAN cursor. `newest` (the CLI's `list`) scans every key once on every primary, reading only
+//! the fields that rank and filter a record, and then reads the newest whole. Opening checks `maxmemory-policy` on every primary. The cluster has only
+//! database 0. While slots migrate, a SCAN may miss or repeat keys (as on any cluster) and the
+//! counts `forget`/`purge_expired` answer may fall short; run `forget` again after a resharding
+//! to be sure. A `redis://` URL naming a cluster node is refused (it would answer `MOVED` for
+//! most keys), as is a `redis+cluster://` URL naming a server without cluster support.
+//!
+//! **Code**: the Lua scripts are `.lua` files under `scripts/` ; the key and cursor
+//! layout is in `layout`, cluster discovery and per-node routing in `cluster`, reading Redis
+//! answers in `codec`, the connections in `pool`; this file holds the [`Store`] operations.
+
+mod cluster;
+mod codec;
+mod layout;
+mod pool;
+mod scripts;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::AtomicUsize;
+
+use async_trait::async_trait;
+use redis::cluster_async::ClusterConnection;
+use redis::{RedisError, Value};
+
+use self::cluster::{cluster_node_urls, Node};
+use self::codec::{
+    config_value, items, number, ranking_fields, record_from_hash, record_in, reply, sum,
+};
+pub use self::layout::{glob_escape, tenant_segment};
+use self::layout::{is_record_suffix, ListCursor};
+use self::pool::{broken_connection, Connection};
+use self::scripts::{CLAIM, COMPLETE, GET, PURGE_ONE, RELEASE, RESOLVE};
+use super::{
+    newest_first, nfc, redact_url, repeated_resolution, Claim, ClaimReply, ClaimRequest,
+    Completion, ListFilter, Page, RecordId, Resolution, Resolved, Store, StoreOptions,
+    DEFAULT_MAX_OUTCOME_BYTES, MAX_SPAN_MS,
+};
+use crate::error::StoreError;
+use crate::record::{Outcome, Record, Token, RECORD_FORMAT};
+
+/// The default key prefix.
+pub const DEFAULT_PREFIX: &str = "idemkit:";
+
+/// How many keys one SCAN step asks for (`forget`, `purge_expired`).
+const SCAN_BATCH: usize = 500;
+/// How many keys one SCAN step of `newest` asks for (it reads every key: few round trips).
+const NEWEST_SCAN_BATCH: usize = 5000;
+/// How many SCAN steps one `list` page may take before it answers with what it has.
+const LIST_SCAN_STEPS: usize = 32;
+
+/// Records in Redis: see the module documentation for the layout.
+pub struct RedisStore {
+    connections: Vec<Connection>,
+    /// Set for a Redis Cluster.
+    cluster: Option<ClusterConnection>,
+    next: AtomicUsize,
+    prefix: String,
+    url: String,
+    max_outcome_bytes: usize,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("url", &self.url)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// Connects to `url` (`redis://[user:password@]host[:port][/db]` or `rediss://...` for TLS;
+    /// a Redis Cluster as `redis+cluster://[user:password@]host:port[,host:port...]/` or
+    /// `rediss+cluster://...`).
+    ///
+    /// Refuses a server (on a cluster: any primary) whose `maxmemory-policy` may evict keys
+    /// (anything but `noeviction`) unless `options.allow_evicting`: an evicted claim is a second
+    /// execution. When the server does not allow `CONFIG GET` (managed Redis), a warning is logged
+    /// and the store opens.
+    pub async fn connect(url: &str, options: &StoreOptions) -> Result<RedisStore, StoreError> {
+        let shown = redact_url(url);
+        if url.len() >= 6 && url[..6].eq_ignore_ascii_case("rediss") {
+            // The redis crate builds rustls without choosing a crypto provider; unless the
+            // application installed one, use ring's (an error means one is already installed).
+            if rustls::crypto::CryptoProvider::get_default().is_none() {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+            }
+        }
+        let prefix = options
+            .key_prefix
+            .clone()
+            .unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
+        let max_outcome_bytes = options
+            .max_outcome_bytes
+            .unwrap_or(DEFAULT_MAX_OUTCOME_BYTES);
+        if let Some(nodes) = cluster_node_urls(url)? {
+            let cluster = cluster::connect(nodes, &shown).await?;
+            let store = RedisStore {
+                connections: vec![Connection::Cluster(cluster.clone())],
+                cluster: Some(cluster),
+                next: AtomicUsize::new(0),
+                prefix,
+                url: shown,
+                max_outcome_bytes,
+            };
+            store.check_eviction_policy(options.allow_evicting).await?;
+            return Ok(store);
+        }
+        let client = redis::Client::open(url).map_err(|e| {
+            StoreError::Configuration(format!(
+                "bad Redis URL {shown}: {e}; use redis://[user:password@]host[:port][/db] or rediss://..."
+            ))
+        })?;
+        let connections = pool::connect(&client, &shown).await?;
+        let store = RedisStore {
+            connections,
+            cluster: None,
+            next: AtomicUsize::new(0),
+            prefix,
+            url: shown,
+            max_outcome_bytes,
+        };
+        store.refuse_cluster_node().await?;
+        store.check_eviction_policy(options.allow_evicting).await?;
+        Ok(store)
+    }
+
+    /// The SCAN pattern of the records a list filter asks for (its tenant in NFC form).
+    fn list_pattern(&self, filter: &ListFilter) -> String {
+        match &filter.tenant {
+            None => format!("{}*", glob_escape(&self.prefix)),
+            Some(tenant) => format!(
+                "{}{}:*",
+                glob_escape(&self.prefix),
+                tenant_segment(tenant.as_deref().map(nfc).as_deref())
+            ),
+        }
+    }
+
+    /// The key prefix (default `idemkit:`).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The Redis key of a record: `<prefix><t>:<key>`.
+    pub fn record_key(&self, id: RecordId<'_>) -> String {
+        format!(
+            "{}{}:{}",
+            self.prefix,
+            tenant_segment(id.tenant),
+            id.key.hex()
+        )
+    }
+
+    /// A `redis://` URL naming a cluster node would send every key to that one node, which
+    /// answers `MOVED` for most of them: refuse it and name the cluster URL form instead.
+    async fn refuse_cluster_node(&self) -> Result<(), StoreError> {
+        let info: Result<String, RedisError> = redis::cmd("INFO")
+            .arg("cluster")
+            .query_async(&mut self.connection())
+            .await;
+        match info {
+            Ok(text) if text.lines().any(|l| l.trim() == "cluster_enabled:1") => {
+                Err(StoreError::Configuration(format!(
+                    "{} is a Redis Cluster node; open the cluster as redis+cluster://host:port[,host:port...]/ (rediss+cluster:// for TLS) so that each key goes to the node that holds it",
+                    self.url
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether this store talks to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.cluster.is_some()
+    }
+
+    async fn check_eviction_policy(&self, allow_evicting: bool) -> Result<(), StoreError> {
+        for mut node in self.primaries().await? {
+            let at = match node.name() {
+                Some(name) => format!("{} (node {name})", self.url),
+                None => self.url.clone(),
+            };
+            let answer: Result<Value, RedisError> = node
+                .query(redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy"))
+                .await;
+            self.check_policy_answer(&at, answer, allow_evicting)?;
+        }
+        Ok(())
+    }
+
+    fn check_policy_answer(
+        &self,
+        at: &str,
+        answer: Result<Value, RedisError>,
+        allow_evicting: bool,
+    ) -> Result<(), StoreError> {
+        let policy = match answer {
+            Ok(value) => config_value(&value),
+            Err(e) if e.is_io_error() => {
+                return Err(StoreError::unavailable(format!("cannot reach {at}: {e}")))
+            }
+            Err(e) => {
+                log::warn!(
+                    "idemkit: cannot read maxmemory-policy from {at} ({e}); make sure it is `noeviction`, or evicted records will let calls run twice"
+                );
+                return Ok(());
+            }
+        };
+        match policy {
+            Some(policy) if policy != "noeviction" => {
+                if allow_evicting {
+                    log::warn!(
+                        "idemkit: {at} has maxmemory-policy `{policy}` and may evict records; opened anyway because evicting was allowed"
+                    );
+                    Ok(())
+                } else {
+                    Err(StoreError::Configuration(format!(
+                        "Redis at {at} has maxmemory-policy `{policy}`, which may evict idempotency records and let a call run twice; set `maxmemory-policy noeviction` (CONFIG SET maxmemory-policy noeviction, and in redis.conf), or open the store with allow_evicting (StoreOptions.allow_evicting / --allow-evicting) to accept the risk"
+                    )))
+                }
+            }
+            Some(_) => Ok(()),
+            None => {
+                log::warn!(
+                    "idemkit: {at} did not report its maxmemory-policy; make sure it is `noeviction`"
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// `newest`: `(claimed_at, key)` of the live `keys` (on `node`) that pass `filter`, read
+    /// with one pipelined `HMGET` of the ranking fields per key.
+    async fn rank(
+        &self,
+        node: &mut Node,
+        keys: Vec<String>,
+        now: i64,
+        filter: &ListFilter,
+    ) -> Result<Vec<(i64, String)>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for key in &keys {
+            pipe.cmd("HMGET")
+                .arg(key)
+                .arg("claimed_at")
+                .arg("expires_at")
+                .arg("state")
+                .arg("lease_end");
+        }
+        let answers = node
+            .pipeline(&pipe, keys.len())
+            .await
+            .map_err(|e| self.error(e))?;
+        let mut ranked = Vec::with_capacity(keys.len());
+        for (key, answer) in keys.into_iter().zip(answers) {
+            if let Some(claimed_at) = ranking_fields(answer, now, filter)? {
+                ranked.push((claimed_at, key));
+            }
+        }
+        Ok(ranked)
+    }
+
+    fn error(&self, e: RedisError) -> StoreError {
+        StoreError::unavailable(format!("Redis at {}: {e}", self.url))
+    }
+
+    async fn scan(
+        &self,
+        node: &mut Node,
+        cursor: u64,
+        pattern: &str,
+        count: usize,
+    ) -> Result<(u64, Vec<String>), StoreError> {
+        node.query(
+            redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(count),
+        )
+        .await
+        .map_err(|e| self.error(e))
+    }
+
+    async fn server_time(&self, connection: &mut Connection) -> Result<i64, StoreError> {
+        let time = redis::cmd("TIME");
+        let answer = match time.query_async(connection).await {
+            Err(e) if broken_connection(&e) => time.query_async(connection).await,
+            other => other,
+        };
+        let (secs, micros): (i64, i64) = answer.map_err(|e| self.error(e))?;
+        Ok(secs * 1000 + micros / 1000)
+    }
+}
+
+/// A candidate of `newest`: ordered so that the greater is the newer (`claimed_at`, then the
+/// smaller key hex).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Ranked {
+    claimed_at: i64,
+    hex: Reverse<String>,
+    key: String,
+    node: usize,
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn claim(&self, request: &ClaimRequest<'_>) -> Result<ClaimReply, StoreError> {
+        let key = self.record_key(request.id);
+        let token = request.token.hex();
+        let lease_ms = request.lease_ms.min(MAX_SPAN_MS);
+        let ttl_ms = request.ttl_ms.min(MAX_SPAN_MS);
+        let key_hex = request.id.key.hex();
+        let value: Value = self
+            .run(|mut c| {
+                let mut invocation = CLAIM.key(&key);
+                invocation
+                    .arg(&token)
+                    .arg(lease_ms)
+                    .arg(ttl_ms)
+                    .arg(if request.retry_failure { "1" } else { "0" })
+                    .arg(RECORD_FORMAT)
+                    .arg(&key_hex)
+                    .arg(request.scope)
+                    .arg(if request.id.tenant.is_some() {
+                        "1"
+                    } else {
+                        "0"
+                    })
+                    .arg(request.id.tenant.unwrap_or(""));
+                async move { invocation.invoke_async(&mut c).await }
+            })
+            .await?;
+        let (answer, now_ms, rest) = reply(value)?;
+        let claim = match answer.as_str() {
+            "acquired" => Claim::Acquired {
+                lease_end: number(rest.first().unwrap_or(&Value::Nil))?,
+            },
+            "completed" => Claim::Completed(record_in(rest)?),
+            "in_progress" => Claim::InProgress(record_in(rest)?),
+            "abandoned" => Claim::Abandoned(record_in(rest)?),
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "unexpected claim answer {other:?} from {}",
+                    self.url
+                )))
+            }
+        };
+        Ok(ClaimReply { now_ms, claim })
+    }
+
+    async fn complete(
+        &self,
+        id: RecordId<'_>,
+        token: Token,
+        outcome: &Outcome,
+        ttl_ms: u64,
+    ) -> Result<Completion, StoreError> {
+        let key = self.record_key(id);
+        let token = token.hex();
+        let (json, kind) = outcome.stored();
+        let ttl_ms = ttl_ms.min(MAX_SPAN_MS);
+        let value: Value = self
+            .run(|mut c| {
+                let mut invocation = COMPLETE.key(&key);
+                invocation.arg(&token).arg(&json).arg(kind).arg(ttl_ms);
+                async move { invocation.invoke_async(&mut c).await }
+            })
+            .await?;
+        let (answer, _, rest) = reply(value)?;
+        match answer.as_str() {
+            "recorded" => Ok(Completion::Recorded),
+            "not_owner" if rest.is_empty() => Ok(Completion::NotOwner(None)),
+            "not_owner" => Ok(Completion::NotOwner(Some(record_in(rest)?))),
+            other => Err(StoreError::Corrupt(format!(
+                "unexpected complete answer {other:?} from {}",
+                self.url
+            ))),
+        }
+    }
+
+    async fn release(&self, id: RecordId<'_>, token: Token) -> Result<bool, StoreError> {
+        let key = self.record_key(id);
+        let token = token.hex();
+        let deleted: i64 = self
+            .run(|mut c| {
+                let mut invocation = RELEASE.key(&key);
+                invocation.arg(&token);
+                async move { invocation.invoke_async(&mut c).await }
+            })
+            .await?;
+        Ok(deleted == 1)
+    }
+
+    async fn get(&self, id: RecordId<'_>) -> Result<(Option<Record>, i64), StoreError> {
+        let key = self.record_key(id);
+        let value: Value = self
+            .run(|mut c| {
+                let invocation = GET.key(&key);
+                async move { invocation.invoke_async(&mut c).await }
+            })
+            .await?;
+        let mut parts = items(value)?.into_iter();
+        let now = number(&parts.next().unwrap_or(Value::Nil))?;
+        let flat = items(parts.next().unwrap_or(Value::Nil))?;
+        if flat.is_empty() {
+            return Ok((None, now));
+        }
+        let record = record_from_hash(&flat)?;
+        Ok(((!record.is_expired(now)).then_some(record), now))
+    }
+
+    async fn list(&self, filter: &ListFilter, cursor: Option<&str>) -> Result<Page, StoreError> {
+        let mut position = ListCursor::parse(cursor, self.cluster.is_some())?;
+        let limit = if filter.limit == 0 {
+            1000
+        } else {
+            filter.limit
+        };
+        let pattern = self.list_pattern(filter);
+        let mut connection = self.connection();
+        let now = self.server_time(&mut connection).await?;
+        // On a cluster: every primary's `host:port`, in the order pages visit them.
+        let nodes: Vec<String> = if self.cluster.is_some() {
+            let mut names: Vec<String> = self
+                .primaries()
+                .await?
+                .iter()
+                .filter_map(Node::name)
+                .collect();
+            names.sort();
+            if cursor.is_none() {
+                position.node = names.first().cloned();
+            }
+            names
+        } else {
+            Vec::new()
+        };
+        let mut node = match &position.node {
+            Some(name) => self.node_named(name)?,
+            None => Node {
+                connection,
+                address: None,
+            },
+        };
+        let mut records = Vec::new();
+        let mut steps = 0;
+        loop {
+            if !position.pending.is_empty() {
+                let room = limit - records.len();
+                let take = position.pending.len().min(room.max(1));
+                let batch: Vec<String> = position.pending.drain(..take).collect();
+                let mut pipe = redis::pipe();
+                for suffix in &batch {
+                    pipe.cmd("HGETALL").arg(format!("{}{suffix}", self.prefix));
+                }
+                let hashes = node
+                    .pipeline(&pipe, batch.len())
+                    .await
+                    .map_err(|e| self.error(e))?;
+                for hash in hashes {
+                    let flat = items(hash)?;
+                    if flat.is_empty() {
+                        continue;
+                    }
+                    let record = record_from_hash(&flat)?;
+                    if !record.is_expired(now) && filter.matches(&record, now) {
+                        records.push(record);
+                    }
+                }
+                if records.len() >= limit {
+                    break;
+                }
+                continue;
+            }
+            let Some(scan) = position.scan else {
+                if position.advance(&nodes) {
+                    node = self.node_named(position.node.as_deref().unwrap_or_default())?;
+                    continue;
+                }
+                break;
+            };
+            if steps >= LIST_SCAN_STEPS && !records.is_empty() {
+                break;
+            }
+            if steps >= LIST_SCAN_STEPS * 4 {
+                break;
+            }
+            steps += 1;
+            let (next, keys) = self
+                .scan(&mut node, scan, &pattern, limit.clamp(100, SCAN_BATCH * 2))
+                .await?;
+            position.scan = (next != 0).then_some(next);
+            position.pending = keys
+                .into_iter()
+                .filter_map(|k| k.strip_prefix(&self.prefix).map(str::to_owned))
+                .filter(|s| is_record_suffix(s))
+                .collect();
+        }
+        // A node that finished hands over to the next one, so the cursor ends only after the last.
+        position.advance(&nodes);
+        Ok(Page {
+            records,
+            next_cursor: position.render(),
+            now_ms: now,
+        })
+    }
+
+    async fn resolve(
+        &self,
+        id: RecordId<'_>,
+        expected: Token,
+        resolution: &Resolution,
+    ) -> Result<Resolved, StoreError> {
+        let key = self.record_key(id);
+        let mut invocation = RESOLVE.key(&key);
+        invocation.arg(expected.hex());
+        match resolution {
+            Resolution::Release => {
+                invocation.arg("release").arg("").arg("").arg(0);
+            }
+            Resolution::Complete { outcome, ttl_ms } => {
+                let (json, kind) = outcome.stored();
+                invocation
+                    .arg("complete")
+                    .arg(json)
+                    .arg(kind)
+                    .arg((*ttl_ms).min(MAX_SPAN_MS));
+            }
+        }
+        // Sent once more on a broken connection, like every operation; should the first one
+        // have landed, the second finds the outcome recorded (see `repeated_resolution`).
+        let mut connection = self.connection();
+        let (value, repeated): (Value, bool) = match invocation.invoke_async(&mut connection).await
+        {
+            Ok(value) => (value, false),
+            Err(e) if broken_connection(&e) => (
+                invocation
+                    .invoke_async(&mut connection)
+                    .await
+                    .map_err(|e| self.error(e))?,
+                true,
+            ),
+            Err(e) => return Err(self.error(e)),
+        };
+        let (answer, _, rest) = reply(value)?;
+        let answer = match answer.as_str() {
+            "done" => Resolved::Done,
+            "not_found" => Resolved::NotFound,
+            "already_completed" => Resolved::AlreadyCompleted(record_in(rest)?),
+            "token_mismatch" => Resolved::TokenMismatch(record_in(rest)?),
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "unexpected resolve answer {other:?} from {}",
+                    self.url
+                )))
+            }
+        };
+        Ok(if repeated {
+            repeated_resolution(answer, expected, resolution)
+        } else {
+            answer
+        })
+    }
+
+    async fn newest(&self, filter: &ListFilter) -> Result<Page, StoreError> {
+        let limit = if filter.limit == 0 { 100 } else { filter.limit };
+        let pattern = self.list_pattern(filter);
+        let now = self.server_time(&mut self.connection()).await?;
+        // Every primary is scanned whole, reading only what ranks and filters a record
+        // (claimed_at and the status fields); the best `limit` (and a few spare, for records
+        // that change meanwhile) are kept, then read whole.
+        let keep = limit + 16;
+        let mut best: BinaryHeap<Reverse<Ranked>> = BinaryHeap::with_capacity(keep + 1);
+        let mut primaries = self.primaries().await?;
+        for (index, primary) in primaries.iter_mut().enumerate() {
+            // The next SCAN step runs while the keys of the previous one are read: two round
+            // trips in flight, on a second handle of the same connection.
+            let mut scanner = Node {
+                connection: primary.connection.clone(),
+                address: primary.address.clone(),
+            };
+            let mut cursor = Some(0u64);
+            let mut batch: Vec<String> = Vec::new();
+            while cursor.is_some() || !batch.is_empty() {
+                let step = cursor;
+                let scanner = &mut scanner;
+                let pattern = &pattern;
+                let scan = async move {
+                    match step {
+                        Some(c) => self
+                            .scan(scanner, c, pattern, NEWEST_SCAN_BATCH)
+                            .await
+                            .map(Some),
+                        None => Ok(None),
+                    }
+                };
+                let read = self.rank(primary, std::mem::take(&mut batch), now, filter);
+                let (scanned, ranked) = tokio::try_join!(scan, read)?;
+                for (claimed_at, key) in ranked {
+                    let hex = key.rsplit(':').next().unwrap_or_default().to_owned();
+                    best.push(Reverse(Ranked {
+                        claimed_at,
+                        hex: Reverse(hex),
+                        key,
+                        node: index,
+                    }));
+                    if best.len() > keep {
+                        best.pop();
+                    }
+                }
+                match scanned {
+                    Some((next, keys)) => {
+                        cursor = (next != 0).then_some(next);
+                        batch = keys
+                            .into_iter()
+                            .filter(|k| k.strip_prefix(&self.prefix).is_some_and(is_record_suffix))
+                            .collect();
+                    }
+                    None => cursor = None,
+                }
+            }
+        }
+        // Read the chosen records whole, from the node that holds each.
+        let mut chosen: Vec<Ranked> = best.into_iter().map(|Reverse(r)| r).collect();
+        chosen.sort_by(|a, b| b.cmp(a));
+        let mut records = Vec::with_capacity(chosen.len());
+        for (index, primary) in primaries.iter_mut().enumerate() {
+            let keys: Vec<&str> = chosen
+                .iter()
+                .filter(|r| r.node == index)
+                .map(|r| r.key.as_str())
+                .collect();
+            if keys.is_empty() {
+                continue;
+            }
+            let mut pipe = redis::pipe();
+            for key in &keys {
+                pipe.cmd("HGETALL").arg(*key);
+            }
+            let hashes = primary
+                .pipeline(&pipe, keys.len())
+                .await
+                .map_err(|e| self.error(e))?;
+            for hash in hashes {
+                let flat = items(hash)?;
+                if flat.is_empty() {
+                    continue;
+                }
+                let record = record_from_hash(&flat)?;
+                if !record.is_expired(now) && filter.matches(&record, now) {
+                    records.push(record);
+                }
+            }
+        }
+        records.sort_by(newest_first);
+        records.truncate(limit);
+        Ok(Page {
+            records,
+            next_cursor: None,
+            now_ms: now,
+        })
+    }
+
+    async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {
+        // One key, one DEL: Redis expires a record itself at `expires_at`, so a present key is a
+        // live record.
+        let key = self.record_key(id);
+        let deleted: i64 = self
+            .run(|mut c| {
+                let command = redis::cmd("DEL").arg(&key).clone();
+                async move { command.query_async(&mut c).await }
+            })
+            .await?;
+        Ok(deleted == 1)
+    }
+
+    async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
+        let tenant = tenant.map(nfc);
+        let pattern = format!(
+            "{}{}:*",
+            glob_escape(&self.prefix),
+            tenant_segment(tenant.as_deref())
+        );
+        let mut removed = 0u64;
+        for mut primary in self.primaries().await? {
+            let mut cursor = 0u64;
+            loop {
+                let (next, keys) = self
+                    .scan(&mut primary, cursor, &pattern, SCAN_BATCH)
+                    .await?;
+                if !keys.is_empty() {
+                    // One UNLINK per key, pipelined: one round trip per batch, and no multi-key
+                    // command that Redis Cluster would refuse across slots.
+                    let mut pipe = redis::pipe();
+                    for key in &keys {
+                        pipe.cmd("UNLINK").arg(key);
+                    }
+                    let counts = primary
+                        .pipeline(&pipe, keys.len())
+                        .await
+                        .map_err(|e| self.error(e))?;
+                    removed += sum(&counts)?;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(removed)
+    }
+
+    async fn purge_expired(&self) -> Result<u64, StoreError> {
+        // Redis expires records itself at `expires_at` (PEXPIREAT); this sweep finds what is
+        // expired but still present (the millisecond at `expires_at`, or a record whose TTL was
+        // removed by hand) and deletes it, each key checked atomically on the server's clock.
+        let pattern = format!("{}*", glob_escape(&self.prefix));
+        // SCRIPT LOAD: on a cluster the client sends it to every primary.
+        self.run(|mut c| async move { PURGE_ONE.prepare_invoke().load_async(&mut c).await })
+            .await?;
+        let mut removed = 0u64;
+        for mut primary in self.primaries().await? {
+            let mut cursor = 0u64;
+            loop {
+                let (next, keys) = self
+                    .scan(&mut primary, cursor, &pattern, SCAN_BATCH)
+                    .await?;
+                let keys: Vec<String> = keys
+                    .into_iter()
+                    .filter(|k| k.strip_prefix(&self.prefix).is_some_and(is_record_suffix))
+                    .collect();
+                if !keys.is_empty() {
+                    let mut pipe = redis::pipe();
+                    for key in &keys {
+                        pipe.cmd("EVALSHA")
+                            .arg(PURGE_ONE.get_hash())
+                            .arg(1)
+                            .arg(key);
+                    }
+                    let counts = primary
+                        .pipeline(&pipe, keys.len())
+                        .await
+                        .map_err(|e| self.error(e))?;
+                    removed += sum(&counts)?;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(removed)
+    }
+
+    fn max_outcome_bytes(&self) -> usize {
+        self.max_outcome_bytes
+    }
+
+    fn describe(&self) -> String {
+        self.url.clone()
+    }
+}

@@ -1,0 +1,107 @@
+//! The connections of a Redis store: a few multiplexed connections used round-robin.
+//!
+//! **Why hand-made**: each [`ConnectionManager`] is already multiplexed (any number of commands
+//! in flight at once) and reconnects by itself in the background, so nothing is checked out or
+//! returned: a check-out pool (bb8, deadpool) would add a crate and a wait for a free
+//! connection and gain nothing. What is left is a handful of managers, so that one slow answer
+//! does not hold up every command behind it on one socket, picked in turn, and the one rule of
+//! this store that no pool knows: a command whose connection broke is sent once more. On a
+//! cluster the one [`ClusterConnection`] keeps its own connection per node.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisError, RedisFuture, Value};
+
+use super::RedisStore;
+use crate::error::StoreError;
+
+/// How many multiplexed connections a store keeps (used round-robin).
+const CONNECTIONS: usize = 4;
+/// How long connecting to the server may take.
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long one command may wait for its answer.
+pub(super) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connection: to one server, or to a whole cluster (routing each command by its key).
+#[derive(Clone)]
+pub(super) enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Single(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Single(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// The connections to one server: [`CONNECTIONS`] managers that never retry by themselves (the
+/// store sends a command once more itself, see [`RedisStore::run`]).
+pub(super) async fn connect(
+    client: &redis::Client,
+    shown: &str,
+) -> Result<Vec<Connection>, StoreError> {
+    let config = ConnectionManagerConfig::new()
+        .set_number_of_retries(0)
+        .set_connection_timeout(CONNECT_TIMEOUT)
+        .set_response_timeout(RESPONSE_TIMEOUT);
+    let mut connections = Vec::with_capacity(CONNECTIONS);
+    for _ in 0..CONNECTIONS {
+        let manager = ConnectionManager::new_with_config(client.clone(), config.clone())
+            .await
+            .map_err(|e| StoreError::unavailable(format!("cannot connect to {shown}: {e}")))?;
+        connections.push(Connection::Single(manager));
+    }
+    Ok(connections)
+}
+
+impl RedisStore {
+    pub(super) fn connection(&self) -> Connection {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.connections.len();
+        self.connections[i].clone()
+    }
+
+    /// Runs `op` on the next connection; once more if the connection broke (the manager
+    /// reconnects meanwhile). Only for operations that are safe to repeat.
+    pub(super) async fn run<T, F, Fut>(&self, op: F) -> Result<T, StoreError>
+    where
+        F: Fn(Connection) -> Fut,
+        Fut: std::future::Future<Output = Result<T, RedisError>>,
+    {
+        let connection = self.connection();
+        match op(connection.clone()).await {
+            Ok(v) => Ok(v),
+            Err(e) if broken_connection(&e) => op(connection).await.map_err(|e| self.error(e)),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+}
+
+pub(super) fn broken_connection(e: &RedisError) -> bool {
+    !e.is_timeout() && (e.is_io_error() || e.is_unrecoverable_error())
+}

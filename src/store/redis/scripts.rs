@@ -1,0 +1,36 @@
+//! The Lua scripts of the Redis store, one `.lua` file each under `scripts/`, every one run
+//! after the shared helpers of `scripts/prelude.lua` (`now_ms`, `fmt`, `fields`, `live`).
+
+use once_cell::sync::Lazy;
+use redis::Script;
+
+/// Shared Lua helpers, prepended to every script.
+const PRELUDE: &str = include_str!("scripts/prelude.lua");
+
+/// Claim: KEYS = [record]; ARGV = [token, lease_ms, ttl_ms, retry_failure (0/1), format, key hex,
+/// scope, has_tenant (0/1), tenant]. Answers `{answer, now, lease_end | record}`.
+pub(super) static CLAIM: Lazy<Script> = Lazy::new(|| script(include_str!("scripts/claim.lua")));
+
+/// Complete: KEYS = [record]; ARGV = [token, outcome JSON, outcome kind, ttl_ms].
+/// Answers `{'recorded', now}` or `{'not_owner', now[, record]}`.
+pub(super) static COMPLETE: Lazy<Script> =
+    Lazy::new(|| script(include_str!("scripts/complete.lua")));
+
+/// Release: KEYS = [record]; ARGV = [token]. Answers 1 when it deleted the claim, else 0.
+pub(super) static RELEASE: Lazy<Script> = Lazy::new(|| script(include_str!("scripts/release.lua")));
+
+/// Get: KEYS = [record]. Answers `{now, record}`, the record empty when absent or expired.
+pub(super) static GET: Lazy<Script> = Lazy::new(|| script(include_str!("scripts/get.lua")));
+
+/// Resolve: KEYS = [record]; ARGV = [expected token, 'release' | 'complete', outcome JSON,
+/// outcome kind, ttl_ms]. Answers `{answer, now[, record]}`.
+pub(super) static RESOLVE: Lazy<Script> = Lazy::new(|| script(include_str!("scripts/resolve.lua")));
+
+/// Purge one: KEYS = [record]. Deletes the record if it is expired but still present (native
+/// expiry normally gets there first); answers 1 if it did.
+pub(super) static PURGE_ONE: Lazy<Script> =
+    Lazy::new(|| script(include_str!("scripts/purge_one.lua")));
+
+fn script(body: &str) -> Script {
+    Script::new(&format!("{PRELUDE}{body}"))
+}
