@@ -1,0 +1,48 @@
+//! PostgreSQL errors as store errors: the server's own words, the store's URL without secrets,
+//! and a missing table named as such.
+
+use super::PostgresStore;
+use crate::error::StoreError;
+
+/// A driver error as psql shows it: the server's own message (severity, SQLSTATE, message,
+/// detail and hint) when it answered one, else the error and its causes.
+pub(super) fn error_text(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut text = format!("{} {}: {}", db.severity(), db.code().code(), db.message());
+        if let Some(detail) = db.detail() {
+            text.push_str(&format!(" (DETAIL: {detail})"));
+        }
+        if let Some(hint) = db.hint() {
+            text.push_str(&format!(" (HINT: {hint})"));
+        }
+        return text;
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+impl PostgresStore {
+    pub(super) fn error(&self, e: tokio_postgres::Error) -> StoreError {
+        if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) {
+            return StoreError::Configuration(format!(
+                "table {} does not exist in {}; create it with sql/postgres/001_idemkit_records.sql or PostgresStore::create_table_if_missing()",
+                self.table, self.url
+            ));
+        }
+        match e.as_db_error() {
+            Some(_) => StoreError::unavailable(format!(
+                "PostgreSQL at {} answered {}",
+                self.url,
+                error_text(&e)
+            )),
+            None => {
+                StoreError::unavailable(format!("PostgreSQL at {}: {}", self.url, error_text(&e)))
+            }
+        }
+    }
+}

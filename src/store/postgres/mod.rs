@@ -1,0 +1,554 @@
+//! The PostgreSQL store (feature `postgres`): one row per record, claims as one statement.
+//!
+//! **Schema**: `sql/postgres/001_idemkit_records.sql`, for migration tools, or
+//! [`PostgresStore::create_table_if_missing`], which runs the same DDL. The table name (default
+//! `idemkit_records`) is validated as an SQL identifier, optionally schema-qualified.
+//!
+//! **Time**: *now* is `clock_timestamp()` truncated to the millisecond, read once per statement.
+//!
+//! **The claim** is one statement. It reads the current record and, only when there is none
+//! live or the claim takes it over (expired, or a remembered failure being retried), runs an
+//! `INSERT ... ON CONFLICT DO UPDATE ... WHERE <takeover>`; it answers with the row it wrote or
+//! else the row it read. A repeat of a remembered call is therefore a plain read — no row lock,
+//! no WAL — and concurrent repeats of one key do not queue behind each other. `DO UPDATE` locks
+//! the conflicting row and re-checks the takeover on its latest committed version, so two
+//! claimers never both win. What the statement cannot see is a row committed by a concurrent
+//! claimer after its snapshot began (a data-modifying CTE and its sibling `SELECT` share one
+//! snapshot): then it wrote nothing and read nothing live, and the claim simply sends the
+//! statement again, which sees that row. Only claimers racing for one key ever need the second
+//! statement.
+//!
+//! **Connections**: a few connections used round-robin (tokio-postgres pipelines the statements
+//! of concurrent callers on each), with every statement prepared once per connection, so a call
+//! is one round trip. A broken connection is replaced on next use, and a statement that failed
+//! because its connection broke or the server ended the session (a restart, an administrator:
+//! SQLSTATE 57P01-57P03, class 08) is sent once more on a fresh connection, in every operation
+//! (a repeated `resolve` that finds its own outcome recorded answers done), so calls work again
+//! as soon as the server is back.
+//!
+//! **Newest first**: `newest` (the CLI's `list`) reads `ORDER BY claimed_at DESC, key LIMIT n`
+//! along the index of `sql/postgres/002_idemkit_records_claimed_at.sql`.
+//!
+//! TLS is not built in: `sslmode=disable` and `sslmode=prefer` (the default) connect in plain
+//! text; `sslmode=require` is refused with a configuration error.
+//!
+//! **Code**: the schema and statements are in `sql`, reading rows and cursors in `codec`, the
+//! connections in `pool`, PostgreSQL errors in `errors`; this file holds the [`Store`]
+//! operations.
+
+mod codec;
+mod errors;
+mod pool;
+mod sql;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio_postgres::config::SslMode;
+use tokio_postgres::Config;
+
+use self::codec::{corrupt, filter_tenant_key, parse_cursor, record_from_row, render_cursor};
+use self::errors::error_text;
+use self::pool::{Slot, CONNECTIONS, CONNECT_TIMEOUT};
+use self::sql::Sql;
+pub use self::sql::{
+    schema_sql, validate_table_name, CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE, SCHEMA_SQL,
+};
+use super::{
+    nfc, redact_url, repeated_resolution, Claim, ClaimReply, ClaimRequest, Completion, ListFilter,
+    Page, RecordId, Resolution, Resolved, Store, StoreOptions, DEFAULT_MAX_OUTCOME_BYTES,
+    MAX_SPAN_MS,
+};
+use crate::error::StoreError;
+use crate::record::{Outcome, Record, RecordState, Status, Token, RECORD_FORMAT};
+
+/// How often a claim is sent again when racing claimers made its snapshot stale.
+const CLAIM_ATTEMPTS: usize = 8;
+/// Rows one `purge_expired` or `forget` statement deletes.
+const DELETE_BATCH: i64 = 1000;
+
+/// Records in a PostgreSQL table: see the module documentation.
+pub struct PostgresStore {
+    config: Config,
+    table: String,
+    sql: Sql,
+    slots: Vec<Slot>,
+    next: AtomicUsize,
+    url: String,
+    max_outcome_bytes: usize,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("url", &self.url)
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user[:password]@host[:port]/database[?sslmode=...]`).
+    ///
+    /// Checks the table name and that the server answers; the table itself may be created
+    /// afterwards with [`PostgresStore::create_table_if_missing`] (until then calls fail with a
+    /// message saying so).
+    pub async fn connect(url: &str, options: &StoreOptions) -> Result<PostgresStore, StoreError> {
+        let shown = redact_url(url);
+        let table = options
+            .table
+            .clone()
+            .unwrap_or_else(|| DEFAULT_TABLE.to_owned());
+        validate_table_name(&table)?;
+        let mut config: Config = url.parse().map_err(|e| {
+            StoreError::Configuration(format!(
+                "bad PostgreSQL URL {shown}: {}; use postgres://user[:password]@host[:port]/database",
+                error_text(&e)
+            ))
+        })?;
+        if config.get_ssl_mode() == SslMode::Require {
+            return Err(StoreError::Configuration(format!(
+                "{shown} asks for sslmode=require, but this build of idemkit connects without TLS; use sslmode=disable or sslmode=prefer, or reach the server through a TLS tunnel"
+            )));
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("idemkit");
+        }
+        let store = PostgresStore {
+            config,
+            sql: Sql::new(&table),
+            table,
+            slots: (0..CONNECTIONS).map(|_| Slot::default()).collect(),
+            next: AtomicUsize::new(0),
+            url: shown,
+            max_outcome_bytes: options
+                .max_outcome_bytes
+                .unwrap_or(DEFAULT_MAX_OUTCOME_BYTES),
+        };
+        let client = store.raw_connection().await?;
+        let found: Option<String> = client
+            .query_one("SELECT to_regclass($1)::text", &[&store.table])
+            .await
+            .map_err(|e| store.error(e))?
+            .get(0);
+        if found.is_none() {
+            log::warn!(
+                "idemkit: table {} does not exist in {} yet; create it with sql/postgres/001_idemkit_records.sql or PostgresStore::create_table_if_missing()",
+                store.table,
+                store.url
+            );
+        }
+        Ok(store)
+    }
+
+    /// The table's name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Creates the table and its indexes if they do not exist (the DDL of every file of
+    /// `sql/postgres/`, 001 and 002, with this store's table name): on a table made by 001 it
+    /// adds the claimed_at index of 002.
+    pub async fn create_table_if_missing(&self) -> Result<(), StoreError> {
+        let ddl = schema_sql(&self.table)?;
+        let client = self.raw_connection().await?;
+        let first = client.batch_execute(&ddl).await;
+        if let Err(e) = first {
+            // Two processes creating the table at once: one loses on the catalog's unique index.
+            if e.as_db_error().is_some() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                client
+                    .batch_execute(&ddl)
+                    .await
+                    .map_err(|e| self.error(e))?;
+            } else {
+                return Err(self.error(e));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn claim(&self, request: &ClaimRequest<'_>) -> Result<ClaimReply, StoreError> {
+        let key = request.id.key.hex();
+        let token = request.token.hex();
+        let lease_ms = request.lease_ms.min(MAX_SPAN_MS) as i64;
+        let ttl_ms = request.ttl_ms.min(MAX_SPAN_MS) as i64;
+        let format = RECORD_FORMAT as i32;
+        for _ in 0..CLAIM_ATTEMPTS {
+            let rows = self
+                .run(true, |s| {
+                    let (key, token) = (&key, &token);
+                    async move {
+                        s.client
+                            .query(
+                                &s.statements.claim,
+                                &[
+                                    &request.id.tenant,
+                                    key,
+                                    &format,
+                                    &request.scope,
+                                    token,
+                                    &lease_ms,
+                                    &ttl_ms,
+                                    &request.retry_failure,
+                                ],
+                            )
+                            .await
+                    }
+                })
+                .await?;
+            let Some(row) = rows.first() else {
+                // Nothing written and nothing in the snapshot: a concurrent claimer inserted
+                // the record after this statement began. The next statement sees it.
+                continue;
+            };
+            let written: bool = row.try_get(0).map_err(corrupt)?;
+            let record = record_from_row(row, 1)?
+                .ok_or_else(|| StoreError::Corrupt("the claim returned an empty record".into()))?;
+            let now_ms: i64 = row.try_get(12).map_err(corrupt)?;
+            if written {
+                return Ok(ClaimReply {
+                    now_ms,
+                    claim: Claim::Acquired {
+                        lease_end: record.lease_end,
+                    },
+                });
+            }
+            let takeover = record.is_expired(now_ms)
+                || (request.retry_failure
+                    && record.state == RecordState::Completed
+                    && matches!(record.outcome, Some(Outcome::Failure(_))));
+            if takeover {
+                // The snapshot's record was free to take, but a concurrent claimer took it
+                // first (the INSERT's re-check said so): read it again.
+                continue;
+            }
+            let claim = if record.state == RecordState::InProgress && record.token == request.token
+            {
+                Claim::Acquired {
+                    lease_end: record.lease_end,
+                }
+            } else {
+                match record.status(now_ms) {
+                    Status::Completed => Claim::Completed(record),
+                    Status::InProgress => Claim::InProgress(record),
+                    Status::Abandoned => Claim::Abandoned(record),
+                }
+            };
+            return Ok(ClaimReply { now_ms, claim });
+        }
+        Err(StoreError::unavailable(format!(
+            "the record kept changing under {CLAIM_ATTEMPTS} claims in a row in {}; try again",
+            self.url
+        )))
+    }
+
+    async fn complete(
+        &self,
+        id: RecordId<'_>,
+        token: Token,
+        outcome: &Outcome,
+        ttl_ms: u64,
+    ) -> Result<Completion, StoreError> {
+        let key = id.key.hex();
+        let token_hex = token.hex();
+        let (json, kind) = outcome.stored();
+        let ttl_ms = ttl_ms.min(MAX_SPAN_MS) as i64;
+        let row = self
+            .run(true, |s| {
+                let (key, token_hex, json) = (&key, &token_hex, &json);
+                async move {
+                    s.client
+                        .query_one(
+                            &s.statements.complete,
+                            &[&id.tenant, key, token_hex, &kind, json, &ttl_ms],
+                        )
+                        .await
+                }
+            })
+            .await?;
+        let mut row = row;
+        // A record that is ours and in progress, yet was not updated, changed under this
+        // statement's snapshot: sending it once more settles it on the latest version.
+        for attempt in 0..2 {
+            let updated: i64 = row.try_get(0).map_err(corrupt)?;
+            if updated > 0 {
+                return Ok(Completion::Recorded);
+            }
+            match record_from_row(&row, 1)? {
+                Some(r) if r.token == token && r.state == RecordState::Completed => {
+                    return Ok(Completion::Recorded)
+                }
+                Some(ours) if ours.token == token && attempt == 0 => {}
+                found => return Ok(Completion::NotOwner(found)),
+            }
+            row = self
+                .run(true, |s| {
+                    let (key, token_hex, json) = (&key, &token_hex, &json);
+                    async move {
+                        s.client
+                            .query_one(
+                                &s.statements.complete,
+                                &[&id.tenant, key, token_hex, &kind, json, &ttl_ms],
+                            )
+                            .await
+                    }
+                })
+                .await?;
+        }
+        unreachable!("the second attempt always returns")
+    }
+
+    async fn release(&self, id: RecordId<'_>, token: Token) -> Result<bool, StoreError> {
+        let key = id.key.hex();
+        let token = token.hex();
+        let deleted = self
+            .run(true, |s| {
+                let (key, token) = (&key, &token);
+                async move {
+                    s.client
+                        .execute(&s.statements.release, &[&id.tenant, key, token])
+                        .await
+                }
+            })
+            .await?;
+        Ok(deleted == 1)
+    }
+
+    async fn get(&self, id: RecordId<'_>) -> Result<(Option<Record>, i64), StoreError> {
+        let key = id.key.hex();
+        let row = self
+            .run(true, |s| {
+                let key = &key;
+                async move {
+                    s.client
+                        .query_one(&s.statements.get, &[&id.tenant, key])
+                        .await
+                }
+            })
+            .await?;
+        let now: i64 = row.try_get(0).map_err(corrupt)?;
+        let record = record_from_row(&row, 1)?.filter(|r| !r.is_expired(now));
+        Ok((record, now))
+    }
+
+    async fn list(&self, filter: &ListFilter, cursor: Option<&str>) -> Result<Page, StoreError> {
+        let (after_tenant, after_key) = match cursor {
+            None => (String::new(), String::new()),
+            Some(c) => parse_cursor(c).ok_or_else(|| {
+                StoreError::Configuration(format!("bad list cursor {c:?} for the PostgreSQL store"))
+            })?,
+        };
+        let tenant_key = filter_tenant_key(filter);
+        let status: Option<&str> = filter.status.map(Status::name);
+        let limit = if filter.limit == 0 {
+            1000
+        } else {
+            filter.limit
+        } as i64;
+        let rows = self
+            .run(true, |s| {
+                let (tenant_key, after_tenant, after_key) =
+                    (&tenant_key, &after_tenant, &after_key);
+                async move {
+                    s.client
+                        .query(
+                            &s.statements.list,
+                            &[tenant_key, &status, after_tenant, after_key, &limit],
+                        )
+                        .await
+                }
+            })
+            .await?;
+        let mut now_ms = 0;
+        let mut records = Vec::with_capacity(rows.len());
+        let mut last = None;
+        for row in &rows {
+            now_ms = row.try_get(0).map_err(corrupt)?;
+            if let Some(record) = record_from_row(row, 1)? {
+                let tenant_key = match &record.tenant {
+                    None => "_".to_owned(),
+                    Some(t) => format!("t{t}"),
+                };
+                last = Some((tenant_key, record.key.clone()));
+                records.push(record);
+            }
+        }
+        let next_cursor = if records.len() as i64 >= limit {
+            last.map(|(t, k)| render_cursor(&t, &k))
+        } else {
+            None
+        };
+        Ok(Page {
+            records,
+            next_cursor,
+            now_ms,
+        })
+    }
+
+    async fn newest(&self, filter: &ListFilter) -> Result<Page, StoreError> {
+        let tenant_key = filter_tenant_key(filter);
+        let status: Option<&str> = filter.status.map(Status::name);
+        let limit = if filter.limit == 0 { 100 } else { filter.limit } as i64;
+        let rows = self
+            .run(true, |s| {
+                let tenant_key = &tenant_key;
+                async move {
+                    s.client
+                        .query(&s.statements.newest, &[tenant_key, &status, &limit])
+                        .await
+                }
+            })
+            .await?;
+        let mut now_ms = 0;
+        let mut records = Vec::with_capacity(rows.len());
+        for row in &rows {
+            now_ms = row.try_get(0).map_err(corrupt)?;
+            if let Some(record) = record_from_row(row, 1)? {
+                records.push(record);
+            }
+        }
+        Ok(Page {
+            records,
+            next_cursor: None,
+            now_ms,
+        })
+    }
+
+    async fn resolve(
+        &self,
+        id: RecordId<'_>,
+        expected: Token,
+        resolution: &Resolution,
+    ) -> Result<Resolved, StoreError> {
+        let key = id.key.hex();
+        let token = expected.hex();
+        let (mode, json, kind, ttl_ms) = match resolution {
+            Resolution::Release => ("release", None, None, 0i64),
+            Resolution::Complete { outcome, ttl_ms } => {
+                let (json, kind) = outcome.stored();
+                (
+                    "complete",
+                    Some(json),
+                    Some(kind),
+                    (*ttl_ms).min(MAX_SPAN_MS) as i64,
+                )
+            }
+        };
+        // A row that changed between this statement's snapshot and its write is read again.
+        // A statement whose connection broke is sent once more (on a fresh connection); should
+        // the first one have landed, the second finds the outcome recorded: see
+        // `repeated_resolution`.
+        let sent = AtomicUsize::new(0);
+        for _ in 0..3 {
+            let row = self
+                .run(true, |s| {
+                    let (key, token, json) = (&key, &token, &json);
+                    sent.fetch_add(1, Ordering::Relaxed);
+                    async move {
+                        s.client
+                            .query_one(
+                                &s.statements.resolve,
+                                &[&id.tenant, key, token, &mode, &kind, json, &ttl_ms],
+                            )
+                            .await
+                    }
+                })
+                .await?;
+            let done: i64 = row.try_get(0).map_err(corrupt)?;
+            if done > 0 {
+                return Ok(Resolved::Done);
+            }
+            match record_from_row(&row, 1)? {
+                None => return Ok(Resolved::NotFound),
+                Some(r) if r.state == RecordState::Completed => {
+                    let answer = Resolved::AlreadyCompleted(r);
+                    return Ok(if sent.load(Ordering::Relaxed) > 1 {
+                        repeated_resolution(answer, expected, resolution)
+                    } else {
+                        answer
+                    });
+                }
+                Some(r) if r.token != expected => return Ok(Resolved::TokenMismatch(r)),
+                Some(_) => continue,
+            }
+        }
+        Err(StoreError::unavailable(format!(
+            "the record kept changing while it was being resolved in {}; try again",
+            self.url
+        )))
+    }
+
+    async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {
+        // An operator's rare action: one DELETE, not prepared with the hot statements. It
+        // answers whether the row it removed was live.
+        let sql = format!(
+            "DELETE FROM {} WHERE tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END)
+  AND key = $2::text
+RETURNING expires_at > date_trunc('milliseconds', clock_timestamp())",
+            self.table
+        );
+        let key = id.key.hex();
+        let row = self
+            .run(true, |s| {
+                let (sql, key) = (&sql, &key);
+                async move { s.client.query_opt(sql.as_str(), &[&id.tenant, key]).await }
+            })
+            .await?;
+        match row {
+            Some(row) => row.try_get::<_, bool>(0).map_err(corrupt),
+            None => Ok(false),
+        }
+    }
+
+    async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
+        let tenant = tenant.map(nfc);
+        let tenant = tenant.as_deref();
+        let mut removed = 0u64;
+        loop {
+            let n = self
+                .run(true, |s| async move {
+                    s.client
+                        .execute(&s.statements.forget, &[&tenant, &DELETE_BATCH])
+                        .await
+                })
+                .await?;
+            removed += n;
+            if (n as i64) < DELETE_BATCH {
+                return Ok(removed);
+            }
+        }
+    }
+
+    async fn purge_expired(&self) -> Result<u64, StoreError> {
+        let mut removed = 0u64;
+        loop {
+            let n = self
+                .run(true, |s| async move {
+                    s.client
+                        .execute(&s.statements.purge, &[&DELETE_BATCH])
+                        .await
+                })
+                .await?;
+            removed += n;
+            if (n as i64) < DELETE_BATCH {
+                return Ok(removed);
+            }
+        }
+    }
+
+    fn max_outcome_bytes(&self) -> usize {
+        self.max_outcome_bytes
+    }
+
+    fn describe(&self) -> String {
+        self.url.clone()
+    }
+}

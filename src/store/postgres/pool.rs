@@ -1,0 +1,257 @@
+//! The connections of a PostgreSQL store: up to [`CONNECTIONS`] sessions, each a connection
+//! with every statement prepared on it, opened as concurrent callers need them and replaced
+//! when they break.
+//!
+//! Hand-made rather than taken from a pool crate: a tokio-postgres client pipelines the
+//! statements of concurrent callers, so at the limit a caller shares the least busy
+//! connection instead of waiting for a free one; every connection has all statements prepared
+//! on it before use; and a statement whose connection broke is sent once more on a fresh one.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_postgres::{Client, NoTls, Statement};
+
+use super::errors::error_text;
+use super::PostgresStore;
+use crate::error::StoreError;
+
+/// The most connections a store opens. They are opened as concurrent callers need them: a call
+/// takes an idle connection, or opens one more, or (at the limit) shares the least busy one,
+/// whose statements tokio-postgres then pipelines. Commits on one connection wait for each
+/// other's WAL flush, so concurrent callers need connections of their own to commit together.
+pub(super) const CONNECTIONS: usize = 16;
+/// How long connecting may take (unless the URL sets `connect_timeout`).
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long one statement may take before the call fails as store-unavailable.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The statements of one connection, prepared when it is made.
+pub(super) struct Statements {
+    pub(super) claim: Statement,
+    pub(super) complete: Statement,
+    pub(super) release: Statement,
+    pub(super) get: Statement,
+    pub(super) list: Statement,
+    pub(super) newest: Statement,
+    pub(super) resolve: Statement,
+    pub(super) forget: Statement,
+    pub(super) purge: Statement,
+}
+
+/// One connection and its prepared statements.
+pub(super) struct Session {
+    pub(super) client: Client,
+    pub(super) statements: Statements,
+}
+
+#[derive(Default)]
+pub(super) struct Slot {
+    current: Mutex<Option<Arc<Session>>>,
+    connecting: tokio::sync::Mutex<()>,
+    /// Whether the slot is in use (it has, or is making, a connection).
+    opened: AtomicBool,
+    /// Statements in flight on the slot's connection.
+    busy: AtomicUsize,
+}
+
+/// Marks a slot busy while a statement runs on it.
+struct Busy<'a>(&'a Slot);
+
+impl<'a> Busy<'a> {
+    fn new(slot: &'a Slot) -> Busy<'a> {
+        slot.busy.fetch_add(1, Ordering::Relaxed);
+        Busy(slot)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether a failed statement may be sent again on a fresh connection: the connection closed or
+/// failed, or the server ended it (class 08, or 57P01-57P03: an administrator or a restart
+/// terminated the session; the server sends that as an error before it closes).
+fn broken_connection(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    match e.code() {
+        None => e.as_db_error().is_none(),
+        Some(code) => {
+            let code = code.code();
+            code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+        }
+    }
+}
+
+impl PostgresStore {
+    pub(super) async fn raw_connection(&self) -> Result<Client, StoreError> {
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+            StoreError::unavailable(format!(
+                "cannot connect to {}: {}",
+                self.url,
+                error_text(&e)
+            ))
+        })?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                log::debug!("idemkit: PostgreSQL connection ended: {e}");
+            }
+        });
+        Ok(client)
+    }
+
+    async fn new_session(&self) -> Result<Session, StoreError> {
+        let client = self.raw_connection().await?;
+        let sql = &self.sql;
+        let prepare = |text: &'static str, sql: &str| {
+            let client = &client;
+            let sql = sql.to_owned();
+            async move {
+                client.prepare(&sql).await.map_err(|e| {
+                    if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) {
+                        StoreError::Configuration(format!(
+                            "table {} does not exist in {}; create it with sql/postgres/001_idemkit_records.sql or PostgresStore::create_table_if_missing()",
+                            self.table, self.url
+                        ))
+                    } else {
+                        StoreError::unavailable(format!(
+                            "cannot prepare the {text} statement on {}: {}",
+                            self.url,
+                            error_text(&e)
+                        ))
+                    }
+                })
+            }
+        };
+        // Prepared concurrently: the connection pipelines them.
+        let (claim, complete, release, get, list, newest, resolve, forget, purge) = tokio::try_join!(
+            prepare("claim", &sql.claim),
+            prepare("complete", &sql.complete),
+            prepare("release", &sql.release),
+            prepare("get", &sql.get),
+            prepare("list", &sql.list),
+            prepare("newest", &sql.newest),
+            prepare("resolve", &sql.resolve),
+            prepare("forget", &sql.forget),
+            prepare("purge", &sql.purge),
+        )?;
+        Ok(Session {
+            statements: Statements {
+                claim,
+                complete,
+                release,
+                get,
+                list,
+                newest,
+                resolve,
+                forget,
+                purge,
+            },
+            client,
+        })
+    }
+
+    /// The next slot's live session, connecting it first if needed.
+    async fn session(&self, slot: &Slot) -> Result<Arc<Session>, StoreError> {
+        let live = |slot: &Slot| {
+            let current = slot.current.lock().unwrap_or_else(|p| p.into_inner());
+            current.as_ref().filter(|s| !s.client.is_closed()).cloned()
+        };
+        if let Some(session) = live(slot) {
+            return Ok(session);
+        }
+        let _connecting = slot.connecting.lock().await;
+        if let Some(session) = live(slot) {
+            return Ok(session);
+        }
+        let session = match self.new_session().await {
+            Ok(session) => Arc::new(session),
+            Err(e) => {
+                slot.opened.store(false, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        *slot.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(session.clone());
+        Ok(session)
+    }
+
+    fn drop_session(slot: &Slot, session: &Arc<Session>) {
+        let mut current = slot.current.lock().unwrap_or_else(|p| p.into_inner());
+        if current.as_ref().is_some_and(|s| Arc::ptr_eq(s, session)) {
+            *current = None;
+        }
+    }
+
+    /// The slot for the next statement: an idle open one, else a new one, else the least busy.
+    fn pick(&self) -> &Slot {
+        let n = self.slots.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let mut least: Option<(usize, &Slot)> = None;
+        for i in 0..n {
+            let slot = &self.slots[(start + i) % n];
+            if !slot.opened.load(Ordering::Relaxed) {
+                continue;
+            }
+            let busy = slot.busy.load(Ordering::Relaxed);
+            if busy == 0 {
+                return slot;
+            }
+            if least.map_or(true, |(fewest, _)| busy < fewest) {
+                least = Some((busy, slot));
+            }
+        }
+        for slot in &self.slots {
+            if slot
+                .opened
+                .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                return slot;
+            }
+        }
+        least.map(|(_, slot)| slot).unwrap_or(&self.slots[start])
+    }
+
+    /// Runs `op` on a session (see [`PostgresStore::pick`]), under the statement timeout. A
+    /// statement that failed because its connection broke is sent once more on a fresh
+    /// connection when `repeatable`.
+    pub(super) async fn run<T, F, Fut>(&self, repeatable: bool, op: F) -> Result<T, StoreError>
+    where
+        F: Fn(Arc<Session>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    {
+        let slot = self.pick();
+        let _busy = Busy::new(slot);
+        let mut tries = if repeatable { 2 } else { 1 };
+        loop {
+            tries -= 1;
+            let session = self.session(slot).await?;
+            match tokio::time::timeout(STATEMENT_TIMEOUT, op(session.clone())).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(e)) => {
+                    let broken = broken_connection(&e);
+                    if broken {
+                        Self::drop_session(slot, &session);
+                    }
+                    if !(broken && tries > 0) {
+                        return Err(self.error(e));
+                    }
+                }
+                Err(_) => {
+                    // The connection may be stuck behind the slow statement: start afresh.
+                    Self::drop_session(slot, &session);
+                    return Err(StoreError::unavailable(format!(
+                        "PostgreSQL at {} did not answer within {} s",
+                        self.url,
+                        STATEMENT_TIMEOUT.as_secs()
+                    )));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! The SQL of the PostgreSQL store: the schema (the files of `sql/postgres/`), the table name
+//! check, and every statement, written once per table.
+
+use crate::error::StoreError;
+
+/// The default table name.
+pub const DEFAULT_TABLE: &str = "idemkit_records";
+
+/// The schema, as shipped for migration tools (table `idemkit_records`).
+pub const SCHEMA_SQL: &str = include_str!("../../../sql/postgres/001_idemkit_records.sql");
+
+/// The second migration: the index `newest` reads (`list` newest first).
+pub const CLAIMED_AT_INDEX_SQL: &str =
+    include_str!("../../../sql/postgres/002_idemkit_records_claimed_at.sql");
+
+/// Checks a table name: `name` or `schema.name`, each part letters, digits and underscores,
+/// not starting with a digit, at most 63 bytes.
+pub fn validate_table_name(name: &str) -> Result<(), StoreError> {
+    let parts: Vec<&str> = name.split('.').collect();
+    let part_ok = |p: &str| {
+        !p.is_empty()
+            && p.len() <= 63
+            && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !p.as_bytes()[0].is_ascii_digit()
+    };
+    if parts.len() <= 2 && parts.iter().all(|p| part_ok(p)) {
+        Ok(())
+    } else {
+        Err(StoreError::Configuration(format!(
+            "table name {name:?} is not an SQL identifier; use letters, digits and underscores (not starting with a digit, at most 63 bytes), optionally schema-qualified as schema.table"
+        )))
+    }
+}
+
+/// The schema DDL for `table` (validated): every file of `sql/postgres/`, in order.
+pub fn schema_sql(table: &str) -> Result<String, StoreError> {
+    validate_table_name(table)?;
+    let bare = table.rsplit('.').next().unwrap_or(table);
+    Ok(format!("{SCHEMA_SQL}\n{CLAIMED_AT_INDEX_SQL}")
+        .replace("idemkit_records_", &format!("{bare}_"))
+        .replace("idemkit_records", table))
+}
+
+/// `x` (a timestamptz) as milliseconds since the epoch.
+fn ms(x: &str) -> String {
+    format!("(extract(epoch from {x}) * 1000)::bigint")
+}
+
+const NOW_CTE: &str =
+    "now AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp()) AS t)";
+
+/// The record columns, as read back (times in milliseconds), with alias `a`.
+fn record_columns(a: &str) -> String {
+    format!(
+        "{a}.tenant, {a}.key, {a}.format, {a}.scope, {a}.state, {a}.token, {}, {}, {a}.ttl_ms, {}, {a}.outcome::text",
+        ms(&format!("{a}.claimed_at")),
+        ms(&format!("{a}.lease_end")),
+        ms(&format!("{a}.expires_at")),
+    )
+}
+
+/// The SQL of every statement for `table`.
+pub(super) struct Sql {
+    pub(super) claim: String,
+    pub(super) complete: String,
+    pub(super) release: String,
+    pub(super) get: String,
+    pub(super) list: String,
+    pub(super) newest: String,
+    pub(super) resolve: String,
+    pub(super) forget: String,
+    pub(super) purge: String,
+}
+
+impl Sql {
+    pub(super) fn new(table: &str) -> Sql {
+        // The current record is read first (this statement's snapshot); the INSERT runs only
+        // when there is no live record, or one this claim takes over (expired, or a failure
+        // being retried), so a repeat of a remembered call is a plain read: no row lock, no
+        // WAL. The INSERT's `DO UPDATE ... WHERE` re-checks the takeover on the latest row
+        // version; when a concurrent claimer got there first it returns nothing and the
+        // snapshot's row is stale, which `claim` sees and answers by running the statement
+        // again (rare: only racing claimers of one key).
+        let take = "(r.expires_at <= excluded.claimed_at OR ($8::boolean AND r.state = 'completed' AND r.outcome_kind = 'failure'))";
+        let sets = [
+            "format",
+            "scope",
+            "state",
+            "token",
+            "claimed_at",
+            "lease_end",
+            "ttl_ms",
+            "expires_at",
+            "outcome_kind",
+            "outcome",
+        ]
+        .map(|column| format!("{column} = excluded.{column}"))
+        .join(", ");
+        let claim = format!(
+            "WITH {NOW_CTE},
+cur AS MATERIALIZED (
+  SELECT * FROM {table} AS c
+  WHERE c.tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END) AND c.key = $2::text
+),
+held AS MATERIALIZED (
+  SELECT EXISTS (
+    SELECT 1 FROM cur, now WHERE cur.expires_at > now.t
+      AND NOT ($8::boolean AND cur.state = 'completed' AND cur.outcome_kind = 'failure')
+  ) AS yes
+),
+claimed AS (
+  INSERT INTO {table} AS r
+    (tenant, key, format, scope, state, token, claimed_at, lease_end, ttl_ms, expires_at, outcome_kind, outcome)
+  SELECT $1::text, $2::text, $3::integer, $4::text, 'in_progress', $5::text, now.t,
+    now.t + $6::bigint * interval '1 millisecond', $7::bigint,
+    now.t + ($6::bigint + $7::bigint) * interval '1 millisecond', NULL, NULL
+  FROM now, held WHERE NOT held.yes
+  ON CONFLICT (tenant_key, key) DO UPDATE SET {sets}
+  WHERE {take}
+  RETURNING r.*
+)
+SELECT true, {}, {} FROM claimed c, now
+UNION ALL
+SELECT false, {}, {} FROM cur c, now WHERE NOT EXISTS (SELECT 1 FROM claimed)",
+            record_columns("c"),
+            ms("now.t"),
+            record_columns("c"),
+            ms("now.t"),
+        );
+        let key_match = |a: &str| {
+            format!("{a}.tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END) AND {a}.key = $2::text")
+        };
+        // Not recorded when nothing matched: the current record (as of this statement's
+        // snapshot) tells why — gone, another token, or already completed with this token.
+        let complete = format!(
+            "WITH {NOW_CTE},
+done AS (
+  UPDATE {table} AS u SET state = 'completed', outcome_kind = $4::text, outcome = ($5::text)::json,
+    ttl_ms = $6::bigint, expires_at = now.t + $6::bigint * interval '1 millisecond'
+  FROM now
+  WHERE {} AND u.token = $3::text AND u.state = 'in_progress' AND u.expires_at > now.t
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM done), {} FROM now LEFT JOIN {table} AS c ON {} AND c.expires_at > now.t",
+            key_match("u"),
+            record_columns("c"),
+            key_match("c"),
+        );
+        let release = format!(
+            "DELETE FROM {table} AS d
+WHERE {} AND d.token = $3::text AND d.state = 'in_progress'
+  AND d.expires_at > date_trunc('milliseconds', clock_timestamp())",
+            key_match("d"),
+        );
+        let get = format!(
+            "WITH {NOW_CTE}
+SELECT {}, {} FROM now LEFT JOIN {table} AS c ON {} AND c.expires_at > now.t",
+            ms("now.t"),
+            record_columns("c"),
+            key_match("c"),
+        );
+        // Keyset pages in primary-key order. $1: tenant_key or NULL for every tenant;
+        // $2: status name or NULL; ($3, $4): the last row of the previous page; $5: limit.
+        let list = format!(
+            "WITH {NOW_CTE}
+SELECT {}, {} FROM now LEFT JOIN LATERAL (
+  SELECT * FROM {table} AS l
+  WHERE l.expires_at > now.t
+    AND ($1::text IS NULL OR l.tenant_key = $1::text)
+    AND ($2::text IS NULL
+      OR ($2::text = 'completed' AND l.state = 'completed')
+      OR ($2::text = 'in-progress' AND l.state = 'in_progress' AND l.lease_end > now.t)
+      OR ($2::text = 'abandoned' AND l.state = 'in_progress' AND l.lease_end <= now.t))
+    AND (l.tenant_key, l.key) > ($3::text, $4::text)
+  ORDER BY l.tenant_key, l.key
+  LIMIT $5::bigint
+) c ON true
+ORDER BY c.tenant_key, c.key",
+            ms("now.t"),
+            record_columns("c"),
+        );
+        // The newest first, read in the order of the claimed_at index (002). $1, $2: as for
+        // list; $3: limit.
+        let newest = format!(
+            "WITH {NOW_CTE}
+SELECT {}, {} FROM now LEFT JOIN LATERAL (
+  SELECT * FROM {table} AS l
+  WHERE l.expires_at > now.t
+    AND ($1::text IS NULL OR l.tenant_key = $1::text)
+    AND ($2::text IS NULL
+      OR ($2::text = 'completed' AND l.state = 'completed')
+      OR ($2::text = 'in-progress' AND l.state = 'in_progress' AND l.lease_end > now.t)
+      OR ($2::text = 'abandoned' AND l.state = 'in_progress' AND l.lease_end <= now.t))
+  ORDER BY l.claimed_at DESC, l.key
+  LIMIT $3::bigint
+) c ON true
+ORDER BY c.claimed_at DESC, c.key",
+            ms("now.t"),
+            record_columns("c"),
+        );
+        // $3: expected token; $4: 'release' or 'complete'; $5..$7: outcome kind, JSON, ttl.
+        let resolve = format!(
+            "WITH {NOW_CTE},
+released AS (
+  DELETE FROM {table} AS d USING now
+  WHERE $4::text = 'release' AND {} AND d.token = $3::text AND d.state = 'in_progress'
+    AND d.expires_at > now.t
+  RETURNING 1
+),
+completed AS (
+  UPDATE {table} AS u SET state = 'completed', outcome_kind = $5::text, outcome = ($6::text)::json,
+    ttl_ms = $7::bigint, expires_at = now.t + $7::bigint * interval '1 millisecond'
+  FROM now
+  WHERE $4::text = 'complete' AND {} AND u.token = $3::text AND u.state = 'in_progress'
+    AND u.expires_at > now.t
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM released) + (SELECT count(*) FROM completed), {}
+FROM now LEFT JOIN {table} AS c ON {} AND c.expires_at > now.t",
+            key_match("d"),
+            key_match("u"),
+            record_columns("c"),
+            key_match("c"),
+        );
+        let forget = format!(
+            "DELETE FROM {table} WHERE ctid IN (
+  SELECT ctid FROM {table} WHERE tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END)
+  LIMIT $2::bigint)"
+        );
+        let purge = format!(
+            "DELETE FROM {table} WHERE ctid IN (
+  SELECT ctid FROM {table} WHERE expires_at <= date_trunc('milliseconds', clock_timestamp())
+  LIMIT $1::bigint)
+AND expires_at <= date_trunc('milliseconds', clock_timestamp())"
+        );
+        Sql {
+            claim,
+            complete,
+            release,
+            get,
+            list,
+            newest,
+            resolve,
+            forget,
+            purge,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_are_identifiers() {
+        for ok in ["idemkit_records", "app.records", "_t1", &"a".repeat(63)] {
+            assert!(validate_table_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "1abc",
+            "records; DROP TABLE x",
+            "a.b.c",
+            "app.",
+            "\"quoted\"",
+            "tâble",
+            &"a".repeat(64),
+        ] {
+            let e = validate_table_name(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("not an SQL identifier"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn schema_sql_substitutes_the_table_name() {
+        let ddl = schema_sql("app.records").unwrap();
+        assert!(ddl.contains("CREATE TABLE IF NOT EXISTS app.records ("));
+        assert!(ddl.contains(
+            "CREATE INDEX IF NOT EXISTS records_expires_at_idx ON app.records (expires_at)"
+        ));
+        assert!(!ddl.contains("idemkit_records"));
+        assert!(schema_sql("bad name").is_err());
+    }
+}
