@@ -121,6 +121,14 @@ pub enum Error {
     },
     #[error("idempotency store unavailable for `{tool}`: {message}; nothing was run")]
     StoreUnavailable { tool: String, message: String },
+    /// A store operation that is no tool's call (opening a store, forgetting a tenant, ...)
+    /// could not reach the store or got an error back. Its kind is
+    /// [`ErrorKind::StoreUnavailable`]; it names no tool.
+    #[error("{operation}: {message}")]
+    StoreOperation {
+        operation: StoreOperation,
+        message: String,
+    },
     #[error("`{tool}` completed under key {key} but its result ({bytes} bytes) was larger than the store keeps, so it cannot be replayed; nothing was run")]
     OutcomeTooLarge {
         tool: String,
@@ -147,7 +155,9 @@ impl Error {
             Error::FailFast { .. } => ErrorKind::FailFast,
             Error::InProgress { .. } => ErrorKind::InProgress,
             Error::Indeterminate { .. } => ErrorKind::Indeterminate,
-            Error::StoreUnavailable { .. } => ErrorKind::StoreUnavailable,
+            Error::StoreUnavailable { .. } | Error::StoreOperation { .. } => {
+                ErrorKind::StoreUnavailable
+            }
             Error::OutcomeTooLarge { .. } => ErrorKind::OutcomeTooLarge,
             Error::Timeout { .. } => ErrorKind::Timeout,
             Error::Internal(_) => ErrorKind::Internal,
@@ -169,6 +179,41 @@ impl Error {
 
     pub(crate) fn config(message: impl Into<String>) -> Error {
         Error::Configuration(message.into())
+    }
+}
+
+/// A store operation outside the calls of tools, named in [`Error::StoreOperation`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreOperation {
+    /// Opening the store; `store` is its URL without secrets.
+    Open { store: String },
+    /// Deleting every record of a tenant (`None`: the records without a tenant).
+    Forget { tenant: Option<String> },
+    /// Deleting the expired records.
+    PurgeExpired,
+    /// Creating the store's table.
+    CreateTable,
+}
+
+impl std::fmt::Display for StoreOperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreOperation::Open { store } => write!(f, "cannot open {store}"),
+            StoreOperation::Forget { tenant: Some(t) } => write!(
+                f,
+                "store unavailable while forgetting tenant {}",
+                shell_word(t)
+            ),
+            StoreOperation::Forget { tenant: None } => {
+                f.write_str("store unavailable while forgetting the records without a tenant")
+            }
+            StoreOperation::PurgeExpired => {
+                f.write_str("store unavailable while purging expired records")
+            }
+            StoreOperation::CreateTable => {
+                f.write_str("store unavailable while creating the table")
+            }
+        }
     }
 }
 
@@ -253,5 +298,42 @@ pub enum StoreError {
 impl StoreError {
     pub fn unavailable(message: impl std::fmt::Display) -> StoreError {
         StoreError::Unavailable(message.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An operation error names the operation in words, never as a tool in backticks.
+    #[test]
+    fn operation_errors_name_the_operation() {
+        let forget = Error::StoreOperation {
+            operation: StoreOperation::Forget {
+                tenant: Some("acme".into()),
+            },
+            message: "Redis at redis://127.0.0.1:6390/0: connection refused".into(),
+        };
+        assert_eq!(forget.kind(), ErrorKind::StoreUnavailable);
+        assert_eq!(
+            forget.to_string(),
+            "store unavailable while forgetting tenant 'acme': Redis at redis://127.0.0.1:6390/0: connection refused"
+        );
+        let open = Error::StoreOperation {
+            operation: StoreOperation::Open {
+                store: "redis://:***@127.0.0.1:6390/0".into(),
+            },
+            message: "connection refused".into(),
+        };
+        assert_eq!(
+            open.to_string(),
+            "cannot open redis://:***@127.0.0.1:6390/0: connection refused"
+        );
+        let no_tenant = StoreOperation::Forget { tenant: None }.to_string();
+        assert_eq!(
+            no_tenant,
+            "store unavailable while forgetting the records without a tenant"
+        );
+        assert_eq!(open.key(), None);
     }
 }

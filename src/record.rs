@@ -135,6 +135,7 @@ impl Outcome {
 
     /// The outcome as the Redis and PostgreSQL stores keep it: its JSON and its kind
     /// (`success`, `failure` or `too_large`, so a store can tell them apart without parsing).
+    #[cfg(any(feature = "redis", feature = "postgres"))]
     pub(crate) fn stored(&self) -> (String, &'static str) {
         let kind = match self {
             Outcome::Success(_) => "success",

@@ -422,8 +422,10 @@ fn opening_failed(url: &str, error: StoreError) -> crate::Error {
         StoreError::Configuration(message) => {
             crate::Error::Configuration(scrub_secrets(&message, url))
         }
-        other => crate::Error::StoreUnavailable {
-            tool: format!("opening {}", redact_url(url)),
+        other => crate::Error::StoreOperation {
+            operation: crate::error::StoreOperation::Open {
+                store: redact_url(url),
+            },
             message: scrub_secrets(&other.to_string(), url),
         },
     }
@@ -716,5 +718,29 @@ mod url_tests {
             "{scrubbed}"
         );
         assert!(scrubbed.contains("is wrong"), "{scrubbed}");
+    }
+
+    /// A store that cannot be opened names the operation in words and its URL without the
+    /// password, not as a tool name ("store unavailable for `opening ...`").
+    #[cfg(feature = "redis")]
+    #[tokio::test]
+    async fn a_store_that_cannot_be_opened_says_so_without_its_password() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("redis://:hunter2@127.0.0.1:{port}/0");
+        let Err(e) = crate::store::open(&url, &crate::store::StoreOptions::default()).await else {
+            panic!("{url} opened");
+        };
+        assert_eq!(e.kind(), crate::ErrorKind::StoreUnavailable);
+        let message = e.to_string();
+        assert!(
+            message.starts_with(&format!("cannot open redis://:***@127.0.0.1:{port}/0: ")),
+            "{message}"
+        );
+        assert!(!message.contains("hunter2"), "{message}");
+        assert!(!message.contains('`'), "{message}");
     }
 }
