@@ -287,67 +287,6 @@ typedef struct idemkit_store idemkit_store;
 typedef struct idemkit_tool idemkit_tool;
 
 /**
- * An idempotency policy (SPEC §1). Fill it with `idemkit_policy_default` and change what you
- * need; it is validated by `idemkit_tool_new`.
- */
-typedef struct idemkit_policy {
-  /**
-   * An `idemkit_strategy` code (default `IDEMKIT_STRATEGY_HASH_INPUT`).
-   */
-  int32_t strategy;
-  /**
-   * An `idemkit_on_cache_hit` code (default `IDEMKIT_ON_CACHE_HIT_RETURN_CACHED`).
-   */
-  int32_t on_cache_hit;
-  /**
-   * Whether failed calls are remembered too (default false).
-   */
-  bool cache_failures;
-  /**
-   * How long a record is kept after its outcome, in seconds (default 3600; 0 is refused).
-   */
-  uint64_t ttl_seconds;
-  /**
-   * How long an in-progress claim holds before its owner is presumed dead, in seconds
-   * (default 300; 0 is refused).
-   */
-  uint64_t lease_seconds;
-  /**
-   * For `HASH_INPUT`: the names of the input members that identify the effect (UTF-8,
-   * copied by `idemkit_tool_new`); NULL with `key_argument_count` 0 for the whole input.
-   */
-  const char *const *key_arguments;
-  /**
-   * How many names `key_arguments` holds.
-   */
-  size_t key_argument_count;
-} idemkit_policy;
-
-/**
- * Options for `idemkit_store_open`. Zero-initialise it (`idemkit_store_options o = {0};`) and
- * set what you need; NULL text and 0 mean the default.
- */
-typedef struct idemkit_store_options {
-  /**
-   * Redis: the key prefix (default `idemkit:`).
-   */
-  const char *key_prefix;
-  /**
-   * PostgreSQL: the table name, validated as an SQL identifier (default `idemkit_records`).
-   */
-  const char *table;
-  /**
-   * Redis: open even if the server's `maxmemory-policy` may evict keys (this breaks the
-   * guarantee; default false).
-   */
-  bool allow_evicting;
-  /**
-   * The largest success result (JSON bytes) the store keeps (0: the default, 1 MiB).
-   */
-  size_t max_outcome_bytes;
-} idemkit_store_options;
-
-/**
  * What `idemkit_begin` found. The caller owns the struct; the strings in it are allocated by
  * the library and belong to the caller: free them with `idemkit_begin_result_clear` (all at
  * once) or each with `idemkit_string_free`.
@@ -423,6 +362,67 @@ typedef struct idemkit_key_request {
   size_t key_argument_count;
 } idemkit_key_request;
 
+/**
+ * Options for `idemkit_store_open`. Zero-initialise it (`idemkit_store_options o = {0};`) and
+ * set what you need; NULL text and 0 mean the default.
+ */
+typedef struct idemkit_store_options {
+  /**
+   * Redis: the key prefix (default `idemkit:`).
+   */
+  const char *key_prefix;
+  /**
+   * PostgreSQL: the table name, validated as an SQL identifier (default `idemkit_records`).
+   */
+  const char *table;
+  /**
+   * Redis: open even if the server's `maxmemory-policy` may evict keys (this breaks the
+   * guarantee; default false).
+   */
+  bool allow_evicting;
+  /**
+   * The largest success result (JSON bytes) the store keeps (0: the default, 1 MiB).
+   */
+  size_t max_outcome_bytes;
+} idemkit_store_options;
+
+/**
+ * An idempotency policy (SPEC §1). Fill it with `idemkit_policy_default` and change what you
+ * need; it is validated by `idemkit_tool_new`.
+ */
+typedef struct idemkit_policy {
+  /**
+   * An `idemkit_strategy` code (default `IDEMKIT_STRATEGY_HASH_INPUT`).
+   */
+  int32_t strategy;
+  /**
+   * An `idemkit_on_cache_hit` code (default `IDEMKIT_ON_CACHE_HIT_RETURN_CACHED`).
+   */
+  int32_t on_cache_hit;
+  /**
+   * Whether failed calls are remembered too (default false).
+   */
+  bool cache_failures;
+  /**
+   * How long a record is kept after its outcome, in seconds (default 3600; 0 is refused).
+   */
+  uint64_t ttl_seconds;
+  /**
+   * How long an in-progress claim holds before its owner is presumed dead, in seconds
+   * (default 300; 0 is refused).
+   */
+  uint64_t lease_seconds;
+  /**
+   * For `HASH_INPUT`: the names of the input members that identify the effect (UTF-8,
+   * copied by `idemkit_tool_new`); NULL with `key_argument_count` 0 for the whole input.
+   */
+  const char *const *key_arguments;
+  /**
+   * How many names `key_arguments` holds.
+   */
+  size_t key_argument_count;
+} idemkit_policy;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -471,83 +471,6 @@ const char *idemkit_version(void);
  * `string` is NULL or a string the library handed out and that was not freed yet.
  */
 void idemkit_string_free(char *string);
-
-/**
- * Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
- * TTL 3600 s, lease 300 s, no key arguments.
- *
- * # Safety
- * `policy` is NULL or writable.
- */
-idemkit_status idemkit_policy_default(struct idemkit_policy *policy);
-
-/**
- * Opens a store by URL: `memory:` (a new in-memory store, always available), `redis://` and
- * `rediss://` (when the library was built with the cargo feature `redis`), `postgres://` and
- * `postgresql://` (feature `postgres`). `options` may be NULL for the defaults.
- *
- * On OK, `*out` is a new store the caller owns: free it with `idemkit_store_free`. Otherwise
- * `*out` is NULL; an unknown or disabled scheme answers `IDEMKIT_STATUS_CONFIGURATION`, a server
- * that cannot be reached `IDEMKIT_STATUS_STORE_UNAVAILABLE`. Blocks while the store connects.
- *
- * **fork().** Stores work in a child made by `fork()`, as pre-fork servers (uWSGI, php-fpm,
- * Apache prefork) make them; nothing hangs. The library's runtime is per process: the
- * child's first idemkit call starts a new one (the parent's is left behind, unused, in the
- * child's memory). A Redis or PostgreSQL store opened in the parent is opened again from its
- * URL and options at its first use in the child, with the child's own connections (the
- * parent's are never touched, so the parent goes on undisturbed); if that fails, the call
- * answers what this function would (`IDEMKIT_STATUS_STORE_UNAVAILABLE` within the store's
- * connect timeout of a few seconds, or `IDEMKIT_STATUS_CONFIGURATION`), naming the fork. A
- * `memory:` store has no connections: the child goes on with a copy of the parent's records
- * as they were at the fork, and from then on the two copies are apart (they do not
- * deduplicate against each other). Opening stores in the child after the fork is as good.
- * Fork while no idemkit call is running in another thread of the parent (a lock held at the
- * fork would stay held in the child). A call begun in the parent belongs to the parent; see
- * `idemkit_complete`.
- *
- * # Safety
- * `url` is NULL or a NUL-terminated string; `options` is NULL or valid; `out` is NULL or
- * writable.
- */
-idemkit_status idemkit_store_open(const char *url,
-                                  const struct idemkit_store_options *options,
-                                  struct idemkit_store **out);
-
-/**
- * Frees a store. NULL is accepted and ignored. Calls begun on it keep it alive until they are
- * freed; no other thread may use the handle once this is called.
- *
- * # Safety
- * `store` is NULL or a store from `idemkit_store_open` that was not freed yet.
- */
-void idemkit_store_free(struct idemkit_store *store);
-
-/**
- * Makes a tool: `name` is the scope of its keys; `policy` (NULL for the defaults) is validated
- * here; `timeout_ms` (0 for none) is the deadline of each call's store lookup and waiting, and
- * must be shorter than the lease.
- *
- * On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy the
- * library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
- * unknown enum code, a timeout not shorter than the lease) answers
- * `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
- *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `policy` is NULL or valid, its `key_arguments`
- * as documented; `out` is NULL or writable.
- */
-idemkit_status idemkit_tool_new(const char *name,
-                                const struct idemkit_policy *policy,
-                                uint64_t timeout_ms,
-                                struct idemkit_tool **out);
-
-/**
- * Frees a tool. NULL is accepted and ignored. Calls begun with it do not need it any more.
- *
- * # Safety
- * `tool` is NULL or a tool from `idemkit_tool_new` that was not freed yet.
- */
-void idemkit_tool_free(struct idemkit_tool *tool);
 
 /**
  * Starts a call of `tool` on `store` (SPEC §3): derives the key, claims it, and answers in
@@ -704,6 +627,83 @@ idemkit_status idemkit_derive_key(const struct idemkit_key_request *request,
                                   char *material_out,
                                   size_t material_len,
                                   size_t *material_needed);
+
+/**
+ * Opens a store by URL: `memory:` (a new in-memory store, always available), `redis://` and
+ * `rediss://` (when the library was built with the cargo feature `redis`), `postgres://` and
+ * `postgresql://` (feature `postgres`). `options` may be NULL for the defaults.
+ *
+ * On OK, `*out` is a new store the caller owns: free it with `idemkit_store_free`. Otherwise
+ * `*out` is NULL; an unknown or disabled scheme answers `IDEMKIT_STATUS_CONFIGURATION`, a server
+ * that cannot be reached `IDEMKIT_STATUS_STORE_UNAVAILABLE`. Blocks while the store connects.
+ *
+ * **fork().** Stores work in a child made by `fork()`, as pre-fork servers (uWSGI, php-fpm,
+ * Apache prefork) make them; nothing hangs. The library's runtime is per process: the
+ * child's first idemkit call starts a new one (the parent's is left behind, unused, in the
+ * child's memory). A Redis or PostgreSQL store opened in the parent is opened again from its
+ * URL and options at its first use in the child, with the child's own connections (the
+ * parent's are never touched, so the parent goes on undisturbed); if that fails, the call
+ * answers what this function would (`IDEMKIT_STATUS_STORE_UNAVAILABLE` within the store's
+ * connect timeout of a few seconds, or `IDEMKIT_STATUS_CONFIGURATION`), naming the fork. A
+ * `memory:` store has no connections: the child goes on with a copy of the parent's records
+ * as they were at the fork, and from then on the two copies are apart (they do not
+ * deduplicate against each other). Opening stores in the child after the fork is as good.
+ * Fork while no idemkit call is running in another thread of the parent (a lock held at the
+ * fork would stay held in the child). A call begun in the parent belongs to the parent; see
+ * `idemkit_complete`.
+ *
+ * # Safety
+ * `url` is NULL or a NUL-terminated string; `options` is NULL or valid; `out` is NULL or
+ * writable.
+ */
+idemkit_status idemkit_store_open(const char *url,
+                                  const struct idemkit_store_options *options,
+                                  struct idemkit_store **out);
+
+/**
+ * Frees a store. NULL is accepted and ignored. Calls begun on it keep it alive until they are
+ * freed; no other thread may use the handle once this is called.
+ *
+ * # Safety
+ * `store` is NULL or a store from `idemkit_store_open` that was not freed yet.
+ */
+void idemkit_store_free(struct idemkit_store *store);
+
+/**
+ * Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
+ * TTL 3600 s, lease 300 s, no key arguments.
+ *
+ * # Safety
+ * `policy` is NULL or writable.
+ */
+idemkit_status idemkit_policy_default(struct idemkit_policy *policy);
+
+/**
+ * Makes a tool: `name` is the scope of its keys; `policy` (NULL for the defaults) is validated
+ * here; `timeout_ms` (0 for none) is the deadline of each call's store lookup and waiting, and
+ * must be shorter than the lease.
+ *
+ * On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy the
+ * library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
+ * unknown enum code, a timeout not shorter than the lease) answers
+ * `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
+ *
+ * # Safety
+ * `name` is NULL or a NUL-terminated string; `policy` is NULL or valid, its `key_arguments`
+ * as documented; `out` is NULL or writable.
+ */
+idemkit_status idemkit_tool_new(const char *name,
+                                const struct idemkit_policy *policy,
+                                uint64_t timeout_ms,
+                                struct idemkit_tool **out);
+
+/**
+ * Frees a tool. NULL is accepted and ignored. Calls begun with it do not need it any more.
+ *
+ * # Safety
+ * `tool` is NULL or a tool from `idemkit_tool_new` that was not freed yet.
+ */
+void idemkit_tool_free(struct idemkit_tool *tool);
 
 #ifdef __cplusplus
 }  // extern "C"
