@@ -177,8 +177,7 @@ enum idemkit_recording
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * Recorded (a success or, with `cache_failures`, a failure), or the claim was released
-   * after a failure so that a retry runs again.
+   * Recorded (a success or, with `cache_failures`, a failure): repeats get it.
    */
   IDEMKIT_RECORDING_RECORDED = 0,
   /**
@@ -190,6 +189,11 @@ enum idemkit_recording
    * result still stands; the claim is left to become abandoned, never run again silently.
    */
   IDEMKIT_RECORDING_FAILED = 2,
+  /**
+   * The claim was released (a failure without `cache_failures`, or `idemkit_release_unrun`):
+   * the next call runs.
+   */
+  IDEMKIT_RECORDING_RELEASED = 3,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -542,6 +546,11 @@ idemkit_status idemkit_call_key(const struct idemkit_call *call,
  * Reports a body that succeeded with `result_json` (one JSON value, UTF-8): the result is
  * recorded so that repeats get it. `out_recording` (may be NULL) says what became of it.
  *
+ * **Deadline.** A body reported after the tool's `timeout_ms` has passed answers
+ * `IDEMKIT_STATUS_TIMEOUT`, and so do `idemkit_fail` (SPEC v1.1 rule 3): its outcome is still
+ * recorded (or released) as usual and `*out_recording` says so, so a repeat replays it; the
+ * message says what became of it. Hand your caller the timeout, not the result.
+ *
  * The status is OK even when the result could not be recorded: the body's result stands, the
  * reason is the thread's last error and `*out_recording` is `IDEMKIT_RECORDING_FAILED`. A
  * result larger than the store keeps is recorded as too large (repeats get
@@ -565,9 +574,9 @@ idemkit_status idemkit_complete(struct idemkit_call *call,
 /**
  * Reports a body that failed with an error of type `error_type` and `message` (UTF-8). With
  * the policy's `cache_failures` the failure is recorded (repeats get it as a cached failure);
- * otherwise the claim is released so that a retry runs again. `out_recording` (may be NULL)
- * says what became of it; the status is OK even when the store could not be told (see
- * `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
+ * otherwise the claim is released so that a retry runs again (`IDEMKIT_RECORDING_RELEASED`).
+ * `out_recording` (may be NULL) says what became of it; the status is OK even when the store
+ * could not be told, and `IDEMKIT_STATUS_TIMEOUT` past the deadline (see `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
  *
  * # Safety
  * `call` is NULL or a live call handle not used by another thread; `error_type` and `message`
@@ -590,7 +599,8 @@ idemkit_status idemkit_release_unrun(struct idemkit_call *call);
 
 /**
  * Frees a call handle. NULL is accepted and ignored. A call freed after `EXECUTE` without
- * `idemkit_complete`, `idemkit_fail` or `idemkit_release_unrun` keeps its claim in progress:
+ * `idemkit_complete`, `idemkit_fail` or `idemkit_release_unrun` is a cancelled body (SPEC v1.1
+ * rule 3) and keeps its claim in progress:
  * the outcome is unknown, so when the lease ends the key answers `IDEMKIT_STATUS_INDETERMINATE`
  * until an operator resolves it or it expires. In a child made by `fork()`, freeing a call the
  * parent began frees only the child's copy of the handle; the claim stays the parent's.
@@ -680,8 +690,9 @@ idemkit_status idemkit_policy_default(struct idemkit_policy *policy);
 
 /**
  * Makes a tool: `name` is the scope of its keys; `policy` (NULL for the defaults) is validated
- * here; `timeout_ms` (0 for none) is the deadline of each call's store lookup and waiting, and
- * must be shorter than the lease.
+ * here; `timeout_ms` (0 for none) is the deadline of each call's store lookup, waiting and
+ * body (a body reported after it answers `IDEMKIT_STATUS_TIMEOUT`, see `idemkit_complete`),
+ * and must be shorter than the lease.
  *
  * On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy the
  * library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an

@@ -10,9 +10,10 @@ use super::store::{leave_behind, IdemkitStore};
 use super::tool::IdemkitTool;
 use super::{IdemkitStatus, KEY_BUFFER_LEN};
 use crate::error::Error;
-use crate::executor::{Attempt, CallContext, Executor, Recording, Step};
-use crate::key::KeyInput;
-use crate::policy::KeyStrategy;
+use crate::executor::{
+    Answer, Attempt, BodyReport, CallContext, Executor, RawInput, Recording, Step, SuppliedKey,
+};
+use crate::key::KeyError;
 use crate::record::Failure;
 use crate::runtime;
 
@@ -68,14 +69,16 @@ pub struct IdemkitBeginResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]
 pub enum IdemkitRecording {
-    /// Recorded (a success or, with `cache_failures`, a failure), or the claim was released
-    /// after a failure so that a retry runs again.
+    /// Recorded (a success or, with `cache_failures`, a failure): repeats get it.
     Recorded = 0,
     /// Nothing to record: the tool's strategy is `UUID` or `NONE`.
     Unprotected = 1,
     /// The outcome could not be recorded (the reason is the thread's last error). The body's
     /// result still stands; the claim is left to become abandoned, never run again silently.
     Failed = 2,
+    /// The claim was released (a failure without `cache_failures`, or `idemkit_release_unrun`):
+    /// the next call runs.
+    Released = 3,
 }
 
 /// Starts a call of `tool` on `store` (SPEC §3): derives the key, claims it, and answers in
@@ -140,17 +143,29 @@ pub unsafe extern "C" fn idemkit_begin(
             tenant: optional_str(tenant, "tenant")?.map(str::to_owned),
             run: optional_str(run, "run")?.map(str::to_owned),
         };
-        let input = match tool.policy().strategy {
-            KeyStrategy::HashInput => KeyInput::Json(required_str(input, "input")?),
-            KeyStrategy::Explicit => match optional_str(input, "input")? {
-                Some(key) => KeyInput::Explicit(key),
-                None => return Err(null_explicit_key(tool.name())),
-            },
-            // UUID and NONE derive no key from the input.
-            KeyStrategy::Uuid | KeyStrategy::None => KeyInput::Json("null"),
+        // One argument: the executor picks, by the tool's strategy, whether it is the input or
+        // the supplied key.
+        let input = optional_str(input, "input")?;
+        let raw = RawInput {
+            json: input,
+            supplied_key: input.map(SuppliedKey::Text),
         };
         let executor = &store.executor()?;
-        let mut attempt = executor.prepare(tool, &context, input)?;
+        let mut attempt =
+            executor
+                .prepare_raw(tool, &context, raw)
+                .map_err(|error| match (error, input) {
+                    // A NULL argument is named as such.
+                    (
+                        Error::InvalidKey {
+                            source: KeyError::BlankExplicitKey,
+                            ..
+                        },
+                        None,
+                    ) => null_explicit_key(tool.name()),
+                    (Error::Configuration(_), None) => Fault::null("input"),
+                    (error, _) => Fault::from(error),
+                })?;
         let key = attempt.key_text().unwrap_or_default();
         copy_out(
             &key,
@@ -274,27 +289,45 @@ unsafe fn open_call<'a>(call: *mut IdemkitCall) -> Result<&'a mut IdemkitCall, F
     Ok(call)
 }
 
-/// What a recording means for the caller: a failed recording is kept as the last error.
+/// Reports what the body did to the executor and translates its answer: the recording goes to
+/// `out` (a failed one is kept as the last error), and the timeout error of a body that ran
+/// past the deadline becomes the status.
 ///
 /// # Safety
 /// `out` is NULL or writable.
-unsafe fn report(recording: Recording, out: *mut IdemkitRecording) -> Result<(), Fault> {
-    let answer = match recording {
+unsafe fn report(
+    call: &mut IdemkitCall,
+    body: BodyReport<'_>,
+    out: *mut IdemkitRecording,
+) -> Result<(), Fault> {
+    call.finished = true;
+    let reported = runtime::block_on(call.executor.report(&mut call.attempt, body));
+    let recording = match reported.recording {
         Recording::Recorded => IdemkitRecording::Recorded,
-        Recording::Unprotected => IdemkitRecording::Unprotected,
+        Recording::Released => IdemkitRecording::Released,
+        // A C body is never cancelled by the library: a call freed unreported stays in progress.
+        Recording::Unprotected | Recording::LeftInProgress => IdemkitRecording::Unprotected,
         Recording::Failed(detail) => {
             super::boundary::set_last_error(IdemkitStatus::StoreUnavailable, &detail);
             IdemkitRecording::Failed
         }
     };
     if let Some(out) = out.as_mut() {
-        *out = answer;
+        *out = recording;
     }
-    Ok(())
+    match reported.answer {
+        Answer::Body => Ok(()),
+        Answer::Error(error) => Err(error.into()),
+    }
 }
 
 /// Reports a body that succeeded with `result_json` (one JSON value, UTF-8): the result is
 /// recorded so that repeats get it. `out_recording` (may be NULL) says what became of it.
+///
+/// **Deadline.** A body reported after the tool's `timeout_ms` has passed answers
+/// `IDEMKIT_STATUS_TIMEOUT`, and so do `idemkit_fail` (SPEC v1.1 rule 3): its outcome is still
+/// recorded (or released) as usual and `*out_recording` says so, so a repeat replays it; the
+/// message says what became of it. Hand your caller the timeout, not the result.
 ///
 /// The status is OK even when the result could not be recorded: the body's result stands, the
 /// reason is the thread's last error and `*out_recording` is `IDEMKIT_RECORDING_FAILED`. A
@@ -326,17 +359,15 @@ pub unsafe extern "C" fn idemkit_complete(
                 call.attempt.tool().name()
             )));
         }
-        call.finished = true;
-        let recording = runtime::block_on(call.executor.succeed(&mut call.attempt, json));
-        report(recording, out_recording)
+        report(call, BodyReport::Succeeded(json), out_recording)
     })
 }
 
 /// Reports a body that failed with an error of type `error_type` and `message` (UTF-8). With
 /// the policy's `cache_failures` the failure is recorded (repeats get it as a cached failure);
-/// otherwise the claim is released so that a retry runs again. `out_recording` (may be NULL)
-/// says what became of it; the status is OK even when the store could not be told (see
-/// `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
+/// otherwise the claim is released so that a retry runs again (`IDEMKIT_RECORDING_RELEASED`).
+/// `out_recording` (may be NULL) says what became of it; the status is OK even when the store
+/// could not be told, and `IDEMKIT_STATUS_TIMEOUT` past the deadline (see `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
 ///
 /// # Safety
 /// `call` is NULL or a live call handle not used by another thread; `error_type` and `message`
@@ -354,9 +385,7 @@ pub unsafe extern "C" fn idemkit_fail(
             required_str(error_type, "error_type")?,
             required_str(message, "message")?,
         );
-        call.finished = true;
-        let recording = runtime::block_on(call.executor.fail(&mut call.attempt, &failure));
-        report(recording, out_recording)
+        report(call, BodyReport::Failed(&failure), out_recording)
     })
 }
 
@@ -370,14 +399,13 @@ pub unsafe extern "C" fn idemkit_fail(
 pub unsafe extern "C" fn idemkit_release_unrun(call: *mut IdemkitCall) -> IdemkitStatus {
     guard(|| {
         let call = open_call(call)?;
-        call.finished = true;
-        runtime::block_on(call.executor.abandon_unrun(&mut call.attempt));
-        Ok(())
+        report(call, BodyReport::NeverRan, std::ptr::null_mut())
     })
 }
 
 /// Frees a call handle. NULL is accepted and ignored. A call freed after `EXECUTE` without
-/// `idemkit_complete`, `idemkit_fail` or `idemkit_release_unrun` keeps its claim in progress:
+/// `idemkit_complete`, `idemkit_fail` or `idemkit_release_unrun` is a cancelled body (SPEC v1.1
+/// rule 3) and keeps its claim in progress:
 /// the outcome is unknown, so when the lease ends the key answers `IDEMKIT_STATUS_INDETERMINATE`
 /// until an operator resolves it or it expires. In a child made by `fork()`, freeing a call the
 /// parent began frees only the child's copy of the handle; the claim stays the parent's.

@@ -145,8 +145,9 @@ pub unsafe extern "C" fn idemkit_policy_default(policy: *mut IdemkitPolicy) -> I
 }
 
 /// Makes a tool: `name` is the scope of its keys; `policy` (NULL for the defaults) is validated
-/// here; `timeout_ms` (0 for none) is the deadline of each call's store lookup and waiting, and
-/// must be shorter than the lease.
+/// here; `timeout_ms` (0 for none) is the deadline of each call's store lookup, waiting and
+/// body (a body reported after it answers `IDEMKIT_STATUS_TIMEOUT`, see `idemkit_complete`),
+/// and must be shorter than the lease.
 ///
 /// On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy the
 /// library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
