@@ -251,8 +251,8 @@ final class RegisteredAction {
             ResultTypes.requireRoundTrip(mapper, returnType, where);
         }
 
-        long ttl = policy == null ? 3600 : policy.ttlSeconds();
-        long lease = policy == null ? 300 : policy.leaseSeconds();
+        long ttl = policy == null ? NativeBridge.DEFAULT_TTL_SECONDS : policy.ttlSeconds();
+        long lease = policy == null ? NativeBridge.DEFAULT_LEASE_SECONDS : policy.leaseSeconds();
         String onCacheHit = policy == null ? RetryBehavior.RETURN_CACHED.name() : policy.onCacheHit().name();
         boolean cacheFailures = policy != null && policy.cacheFailures();
         String[] keyArguments = policy == null ? new String[0] : policy.keyArguments();
