@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::errors::error_text;
+use super::sql::EachStatement;
 use super::PostgresStore;
 use crate::error::StoreError;
 
@@ -28,17 +29,7 @@ pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The statements of one connection, prepared when it is made.
-pub(super) struct Statements {
-    pub(super) claim: Statement,
-    pub(super) complete: Statement,
-    pub(super) release: Statement,
-    pub(super) get: Statement,
-    pub(super) list: Statement,
-    pub(super) newest: Statement,
-    pub(super) resolve: Statement,
-    pub(super) forget: Statement,
-    pub(super) purge: Statement,
-}
+pub(super) type Statements = EachStatement<Statement>;
 
 /// One connection and its prepared statements.
 pub(super) struct Session {

@@ -59,18 +59,22 @@ fn record_columns(a: &str) -> String {
     )
 }
 
-/// The SQL of every statement for `table`.
-pub(super) struct Sql {
-    pub(super) claim: String,
-    pub(super) complete: String,
-    pub(super) release: String,
-    pub(super) get: String,
-    pub(super) list: String,
-    pub(super) newest: String,
-    pub(super) resolve: String,
-    pub(super) forget: String,
-    pub(super) purge: String,
+/// One of each statement of the store: its SQL ([`Sql`]) or, on a connection, the statement
+/// prepared from it (`pool::Statements`).
+pub(super) struct EachStatement<T> {
+    pub(super) claim: T,
+    pub(super) complete: T,
+    pub(super) release: T,
+    pub(super) get: T,
+    pub(super) list: T,
+    pub(super) newest: T,
+    pub(super) resolve: T,
+    pub(super) forget: T,
+    pub(super) purge: T,
 }
+
+/// The SQL of every statement for `table`.
+pub(super) type Sql = EachStatement<String>;
 
 impl Sql {
     pub(super) fn new(table: &str) -> Sql {

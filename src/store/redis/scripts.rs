@@ -1,5 +1,6 @@
 //! The Lua scripts of the Redis store, one `.lua` file each under `scripts/`, every one run
-//! after the shared helpers of `scripts/prelude.lua` (`now_ms`, `fmt`, `fields`, `live`).
+//! after the shared helpers of `scripts/prelude.lua` (`now_ms`, `fmt`, `fields`, `live`,
+//! `record_outcome`).
 
 use once_cell::sync::Lazy;
 use redis::Script;

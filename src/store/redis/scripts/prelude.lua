@@ -15,3 +15,9 @@ local function live(f, now)
   end
   return now < e
 end
+local function record_outcome(now, outcome, kind, ttl_ms)
+  local expires_at = now + tonumber(ttl_ms)
+  redis.call('HSET', KEYS[1], 'state', 'completed', 'outcome', outcome, 'outcome_kind', kind,
+    'ttl_ms', ttl_ms, 'expires_at', fmt(expires_at))
+  redis.call('PEXPIREAT', KEYS[1], fmt(expires_at))
+end

@@ -10,9 +10,6 @@ if f['token'] ~= ARGV[1] then return {'token_mismatch', fmt(now), flat} end
 if ARGV[2] == 'release' then
   redis.call('DEL', KEYS[1])
 else
-  local expires_at = now + tonumber(ARGV[5])
-  redis.call('HSET', KEYS[1], 'state', 'completed', 'outcome', ARGV[3], 'outcome_kind', ARGV[4],
-    'ttl_ms', ARGV[5], 'expires_at', fmt(expires_at))
-  redis.call('PEXPIREAT', KEYS[1], fmt(expires_at))
+  record_outcome(now, ARGV[3], ARGV[4], ARGV[5])
 end
 return {'done', fmt(now)}
