@@ -2,9 +2,10 @@
 //! [`executor_of`], that hands a Java store to Rust code in the same process.
 //!
 //! Every export is one call through `boundary::entry`, which catches panics and maps
-//! `idemkit::Error` kinds to Java exceptions; the work lives in `ops`. Handles are `jlong`s
-//! from `Arc`/`Box::into_raw` (`handles`). No export blocks for more than about 100 ms: a wait
-//! for another caller's claim answers "pending" and Java loops.
+//! `idemkit::Error` kinds to Java exceptions; the work lives in `ops` (and in `keys` for
+//! `IdempotencyKeys`). Handles are `jlong`s from `Arc`/`Box::into_raw` (`handles`). No export
+//! blocks for more than about 100 ms: a wait for another caller's claim answers "pending" and
+//! Java loops.
 //!
 //! # Sharing a store with Rust code in the same process
 //!
