@@ -9,9 +9,9 @@ import java.util.List;
  * No store is touched.
  *
  * <p>The key is the one a {@link ToolDispatcher} call of the tool named {@code scope} gets for the
- * same tenant, run and JSON input (and the one Rust, Python or C derive for it): use it to name an
- * operation in a log line, or to send it upstream as an {@code Idempotency-Key} header from code that
- * does not go through a dispatcher.
+ * same tenant, run and JSON input, and the one the Rust core, its C ABI and its CLI derive: use it
+ * to name an operation in a log line, or send it upstream as an {@code Idempotency-Key} header from
+ * code that does not go through a dispatcher.
  *
  * <p>Text that breaks the spec's rules (not strict JSON, a duplicate member after NFC, a lone
  * surrogate in the input or in the scope, tenant, run or key arguments, NaN, nesting deeper than 64,
