@@ -105,14 +105,8 @@ final class RegisteredTool {
     /** As {@link #of(Object, Method, ObjectMapper)}, with the annotations given (tests build tools by name). */
     static RegisteredTool of(Object target, Method method, Tool tool, Idempotent methodPolicy, ObjectMapper mapper) {
         String name = tool.name().isEmpty() ? method.getName() : tool.name();
-        Idempotent policy = methodPolicy;
-        if (policy == null) {
-            policy = method.getDeclaringClass().getAnnotation(Idempotent.class);
-        }
-        if (policy == null) {
-            policy = target.getClass().getAnnotation(Idempotent.class);
-        }
-        KeyStrategy strategy = policy == null ? KeyStrategy.NONE : policy.strategy();
+        Idempotent policy = Registrar.policy(target, method, methodPolicy);
+        KeyStrategy strategy = Registrar.strategy(policy);
         String where = "tool `" + name + "` (" + method.getDeclaringClass().getName() + "." + method.getName() + ")";
 
         if (tool.idempotencyHint() == IdempotencyHint.REQUIRED
@@ -125,15 +119,7 @@ final class RegisteredTool {
                     + "; annotate the method or its class with @Idempotent using HASH_INPUT or EXPLICIT and"
                     + " ttlSeconds > 0, or drop the hint");
         }
-        IdempotencyKeySupplier supplier = null;
-        if (strategy == KeyStrategy.EXPLICIT) {
-            if (!(target instanceof IdempotencyKeySupplier)) {
-                throw new IllegalStateException(where + " uses strategy EXPLICIT but " + target.getClass().getName()
-                        + " does not implement IdempotencyKeySupplier; implement idempotencyKeyFor(input) on the"
-                        + " class, or use HASH_INPUT");
-            }
-            supplier = (IdempotencyKeySupplier) target;
-        }
+        IdempotencyKeySupplier supplier = Registrar.supplier(where, strategy, target);
 
         Parameter[] declared = method.getParameters();
         java.lang.reflect.Type[] generic = method.getGenericParameterTypes();
@@ -184,14 +170,7 @@ final class RegisteredTool {
         JavaType returnType = mapper.getTypeFactory().constructType(method.getGenericReturnType());
         ResultTypes.requireRoundTrip(mapper, returnType, where);
 
-        long ttl = policy == null ? 3600 : policy.ttlSeconds();
-        long lease = policy == null ? 300 : policy.leaseSeconds();
-        String onCacheHit = policy == null ? RetryBehavior.RETURN_CACHED.name() : policy.onCacheHit().name();
-        boolean cacheFailures = policy != null && policy.cacheFailures();
-        String[] keyArguments = policy == null ? new String[0] : policy.keyArguments();
-        long handle = NativeBridge.toolNew(name, strategy.name(), ttl, onCacheHit, cacheFailures, keyArguments, lease,
-                tool.timeoutMs(), checkable);
-        IdempotentInvoker.NativeTool nativeTool = new IdempotentInvoker.NativeTool(name, strategy, tool.timeoutMs() > 0, handle);
+        IdempotentInvoker.NativeTool nativeTool = Registrar.nativeTool(name, policy, tool.timeoutMs(), checkable);
         method.setAccessible(true);
         return new RegisteredTool(name, tool.description(), target, method, tool.idempotencyHint(), strategy, supplier,
                 nativeTool, returnType, params, mapper);
