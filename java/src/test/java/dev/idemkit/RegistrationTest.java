@@ -294,11 +294,17 @@ class RegistrationTest {
         }
     }
 
-    @Test
-    void close_racing_calls_lets_each_call_finish_or_refuses_it() throws Exception {
-        Slow slow = new Slow();
-        ToolDispatcher d = ToolDispatcher.builder().tools(slow).build();
-        int threads = 8;
+    /** One call of a racing thread, with a number no other call uses. */
+    private interface RacingCall {
+        void call(int n) throws Exception;
+    }
+
+    /**
+     * Runs {@code threads} threads that call in a loop until refused, closes from two threads at
+     * once while they do, and answers how many calls returned; any failure other than the
+     * refusal naming {@code closed} fails the test.
+     */
+    private static int raceClose(int threads, RacingCall call, Runnable close, String closed) throws Exception {
         AtomicInteger done = new AtomicInteger();
         AtomicInteger refused = new AtomicInteger();
         List<Throwable> unexpected = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -311,12 +317,11 @@ class RegistrationTest {
                 started.countDown();
                 for (int i = 0; ; i++) {
                     try {
-                        Object r = d.call("work", Map.of("n", base + i));
-                        assertEquals("done-" + (base + i), r);
+                        call.call(base + i);
                         done.incrementAndGet();
-                    } catch (IllegalStateException closed) {
-                        if (!closed.getMessage().contains("the tool dispatcher is closed")) {
-                            unexpected.add(closed);
+                    } catch (IllegalStateException refusal) {
+                        if (!refusal.getMessage().contains(closed)) {
+                            unexpected.add(refusal);
                         }
                         refused.incrementAndGet();
                         return;
@@ -329,9 +334,9 @@ class RegistrationTest {
         }
         assertTrue(started.await(10, TimeUnit.SECONDS));
         Thread.sleep(100);
-        Thread closer = new Thread(d::close);
+        Thread closer = new Thread(close);
         closer.start();
-        d.close();
+        close.run();
         closer.join(10_000);
         for (Future<?> f : futures) {
             f.get(30, TimeUnit.SECONDS);
@@ -340,8 +345,17 @@ class RegistrationTest {
         assertEquals(List.of(), unexpected);
         assertEquals(threads, refused.get());
         assertTrue(done.get() > 0);
+        return done.get();
+    }
+
+    @Test
+    void close_racing_calls_lets_each_call_finish_or_refuses_it() throws Exception {
+        Slow slow = new Slow();
+        ToolDispatcher d = ToolDispatcher.builder().tools(slow).build();
+        int done = raceClose(8, n -> assertEquals("done-" + n, d.call("work", Map.of("n", n))), d::close,
+                "the tool dispatcher is closed");
         // Every body that ran returned its result to its caller.
-        assertEquals(done.get(), slow.runs.get());
+        assertEquals(done, slow.runs.get());
         assertTrue(closed(d));
     }
 
@@ -372,47 +386,10 @@ class RegistrationTest {
     @Test
     void executor_close_racing_calls_lets_each_call_finish_or_refuses_it() throws Exception {
         WebServiceExecutor e = WebServiceExecutor.builder().baseUri(server.baseUri()).roles(new Orders()).build();
-        int threads = 6;
-        AtomicInteger done = new AtomicInteger();
-        List<Throwable> unexpected = new java.util.concurrent.CopyOnWriteArrayList<>();
-        CountDownLatch started = new CountDownLatch(threads);
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
-        List<Future<?>> futures = new ArrayList<>();
-        for (int t = 0; t < threads; t++) {
-            int base = t * 100_000;
-            futures.add(pool.submit(() -> {
-                started.countDown();
-                for (int i = 0; ; i++) {
-                    try {
-                        WebServiceResponse<Object> r = e.invokeForResponse("create", Map.of("item", "i" + (base + i)));
-                        assertFalse(r.replayed());
-                        done.incrementAndGet();
-                    } catch (IllegalStateException closed) {
-                        if (!closed.getMessage().contains("the web-service executor is closed")) {
-                            unexpected.add(closed);
-                        }
-                        return;
-                    } catch (Throwable other) {
-                        unexpected.add(other);
-                        return;
-                    }
-                }
-            }));
-        }
-        assertTrue(started.await(10, TimeUnit.SECONDS));
-        Thread.sleep(100);
-        Thread closer = new Thread(e::close);
-        closer.start();
-        e.close();
-        closer.join(10_000);
-        for (Future<?> f : futures) {
-            f.get(30, TimeUnit.SECONDS);
-        }
-        pool.shutdown();
-        assertEquals(List.of(), unexpected);
-        assertTrue(done.get() > 0);
+        int done = raceClose(6, n -> assertFalse(e.invokeForResponse("create", Map.of("item", "i" + n)).replayed()),
+                e::close, "the web-service executor is closed");
         // Every request sent belongs to a call that returned.
-        assertEquals(done.get(), server.count());
+        assertEquals(done, server.count());
         assertTrue(closed(e));
     }
 }
