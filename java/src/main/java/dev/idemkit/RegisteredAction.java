@@ -114,7 +114,7 @@ final class RegisteredAction {
 
         Map<String, Param> params = new LinkedHashMap<>();
         Parameter[] declared = method.getParameters();
-        java.lang.reflect.Type[] generic = method.getGenericParameterTypes();
+        JavaType[] types = Registrar.parameterTypes(mapper, method);
         for (int i = 0; i < declared.length; i++) {
             Parameter p = declared[i];
             if (p.getType() == IdempotencyContext.class || p.isAnnotationPresent(ToolInput.class)) {
@@ -123,16 +123,8 @@ final class RegisteredAction {
                         + ", but a web-service method is never run: its parameters are the request's named"
                         + " parameters only (the call's key is on WebServiceResponse.key())");
             }
-            ToolParam named = p.getAnnotation(ToolParam.class);
-            boolean hasName = named != null && !named.name().isEmpty();
-            if (!hasName && !p.isNamePresent()) {
-                throw new IllegalStateException(where + ": the name of parameter " + i + " is not known; compile"
-                        + " with -parameters or annotate it with @ToolParam(name = ...)");
-            }
-            String paramName = hasName ? named.name() : p.getName();
-            JavaType type = mapper.getTypeFactory().constructType(generic.length == declared.length ? generic[i]
-                    : p.getParameterizedType());
-            if (params.put(paramName, new Param(paramName, type, p.getType().isPrimitive())) != null) {
+            String paramName = Registrar.parameterName(where, p, i);
+            if (params.put(paramName, new Param(paramName, types[i], p.getType().isPrimitive())) != null) {
                 throw new IllegalArgumentException(where + " has two parameters named `" + paramName + "`");
             }
         }

@@ -122,25 +122,20 @@ final class RegisteredTool {
         IdempotencyKeySupplier supplier = Registrar.supplier(where, strategy, target);
 
         Parameter[] declared = method.getParameters();
-        java.lang.reflect.Type[] generic = method.getGenericParameterTypes();
+        JavaType[] types = Registrar.parameterTypes(mapper, method);
         Param[] params = new Param[declared.length];
         Set<String> seen = new LinkedHashSet<>();
         int wholeCount = 0;
         for (int i = 0; i < declared.length; i++) {
             Parameter p = declared[i];
-            JavaType type = mapper.getTypeFactory().constructType(generic.length == declared.length ? generic[i] : p.getParameterizedType());
+            JavaType type = types[i];
             if (p.getType() == IdempotencyContext.class) {
                 params[i] = new Param(Slot.CONTEXT, null, type, p.getType());
             } else if (p.isAnnotationPresent(ToolInput.class)) {
                 params[i] = new Param(Slot.WHOLE_INPUT, null, type, p.getType());
                 wholeCount++;
             } else {
-                ToolParam named = p.getAnnotation(ToolParam.class);
-                String paramName = named != null && !named.name().isEmpty() ? named.name() : p.getName();
-                if ((named == null || named.name().isEmpty()) && !p.isNamePresent()) {
-                    throw new IllegalStateException(where + ": the name of parameter " + i + " is not known; compile"
-                            + " with -parameters or annotate it with @ToolParam(name = ...)");
-                }
+                String paramName = Registrar.parameterName(where, p, i);
                 if (!seen.add(paramName)) {
                     throw new IllegalArgumentException(where + " has two parameters named `" + paramName + "`");
                 }

@@ -1,9 +1,13 @@
 package dev.idemkit;
 
+import com.fasterxml.jackson.databind.JavaType;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.lang.annotation.Annotation;
 import java.lang.ref.Cleaner;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.lang.reflect.Parameter;
+import java.lang.reflect.Type;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -214,6 +218,35 @@ final class Registrar {
             Collections.addAll(pending, c.getInterfaces());
         }
         return new ArrayList<>(found.values());
+    }
+
+    /**
+     * The input member a parameter reads: its {@link ToolParam} name, else (compiled with
+     * {@code -parameters}) its own.
+     */
+    static String parameterName(String where, Parameter p, int index) {
+        ToolParam named = p.getAnnotation(ToolParam.class);
+        if (named != null && !named.name().isEmpty()) {
+            return named.name();
+        }
+        if (!p.isNamePresent()) {
+            throw new IllegalStateException(where + ": the name of parameter " + index + " is not known; compile"
+                    + " with -parameters or annotate it with @ToolParam(name = ...)");
+        }
+        return p.getName();
+    }
+
+    /** The declared types of a method's parameters, generics included, as {@code mapper} reads them. */
+    static JavaType[] parameterTypes(ObjectMapper mapper, Method method) {
+        Parameter[] declared = method.getParameters();
+        Type[] generic = method.getGenericParameterTypes();
+        JavaType[] types = new JavaType[declared.length];
+        for (int i = 0; i < declared.length; i++) {
+            // The generic signature can count fewer parameters (synthetic or mandated ones): then each its own.
+            types[i] = mapper.getTypeFactory().constructType(generic.length == declared.length ? generic[i]
+                    : declared[i].getParameterizedType());
+        }
+        return types;
     }
 
     /** Tenant and run are key material: a lone surrogate is refused when they are set. */
