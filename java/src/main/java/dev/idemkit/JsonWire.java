@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.StreamWriteFeature;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -18,10 +19,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The JSON of web-service requests: a call's input as a tree (read from text with exact numbers
- * and duplicate members refused, or converted from a map of JSON-native values), and request
- * bodies and query values written from it (doubles as their shortest round-trip decimal).
- * Arguments are JSON-native values, so no user mapper is involved.
+ * The JSON of call inputs and web-service requests: input text read as a tree (for actions with
+ * exact numbers and duplicate members refused), a map of JSON-native values converted to one, and
+ * request bodies and query values written from it (doubles as their shortest round-trip decimal).
+ * Action arguments are JSON-native values, so no user mapper is involved there.
  */
 final class JsonWire {
     private static final JsonMapper WIRE = JsonMapper.builder()
@@ -35,11 +36,16 @@ final class JsonWire {
     private JsonWire() {
     }
 
-    /** The input text of action {@code name} as a tree. */
+    /** The input text of action {@code name} as a tree, numbers exact. */
     static JsonNode read(String name, String jsonInput) {
+        return read(WIRE, name, jsonInput);
+    }
+
+    /** The input text of tool or action {@code name} as a tree read by {@code mapper}; refuses invalid and empty text. */
+    static JsonNode read(ObjectMapper mapper, String name, String jsonInput) {
         JsonNode tree;
         try {
-            tree = WIRE.readTree(jsonInput);
+            tree = mapper.readTree(jsonInput);
         } catch (JsonProcessingException e) {
             throw new IllegalArgumentException("the input of `" + name + "` is not valid JSON: "
                     + e.getOriginalMessage(), e);

@@ -1,6 +1,5 @@
 package dev.idemkit;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -221,11 +220,7 @@ public final class ToolDispatcher implements AutoCloseable {
     }
 
     private JsonNode parse(RegisteredTool tool, String json) {
-        try {
-            return registry.mapper.readTree(json);
-        } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("the input of `" + tool.name + "` is not valid JSON: " + e.getOriginalMessage(), e);
-        }
+        return JsonWire.read(registry.mapper, tool.name, json);
     }
 
     private Map<String, Object> asMap(RegisteredTool tool, JsonNode node) {
