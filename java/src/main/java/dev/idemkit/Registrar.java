@@ -176,6 +176,16 @@ final class Registrar {
         return (IdempotencyKeySupplier) target;
     }
 
+    /** The key an EXPLICIT supplier gives for this input; null is refused (the core refuses a blank one). */
+    static String suppliedKey(String name, IdempotencyKeySupplier supplier, Map<String, Object> input) {
+        String key = supplier.idempotencyKeyFor(Collections.unmodifiableMap(input));
+        if (key == null) {
+            throw new InvalidKeyException("invalid idempotency key for `" + name + "`: explicit key: the supplier"
+                    + " returned null; supply a key with at least one visible character", name, null);
+        }
+        return key;
+    }
+
     /**
      * Builds the native tool of a policy (null: the annotation's defaults with strategy NONE); the
      * core validates it.

@@ -109,7 +109,7 @@ public final class ToolDispatcher implements AutoCloseable {
                 json = JsonInput.ofValue(in, registered.name);
                 break;
             case EXPLICIT:
-                supplied = suppliedKey(registered, in);
+                supplied = Registrar.suppliedKey(registered.name, registered.supplier, in);
                 json = JsonInput.ofString(supplied);
                 break;
             default:
@@ -134,7 +134,7 @@ public final class ToolDispatcher implements AutoCloseable {
                 break;
             case EXPLICIT:
                 parsed = parse(registered, jsonInput);
-                supplied = suppliedKey(registered, asMap(registered, parsed));
+                supplied = Registrar.suppliedKey(registered.name, registered.supplier, asMap(registered, parsed));
                 json = JsonInput.ofString(supplied);
                 break;
             default:
@@ -228,15 +228,6 @@ public final class ToolDispatcher implements AutoCloseable {
             throw new IllegalArgumentException("the input of `" + tool.name + "` must be a JSON object; it was " + node.getNodeType());
         }
         return registry.mapper.convertValue(node, new TypeReference<Map<String, Object>>() { });
-    }
-
-    private static String suppliedKey(RegisteredTool tool, Map<String, Object> input) {
-        String key = tool.supplier.idempotencyKeyFor(Collections.unmodifiableMap(input));
-        if (key == null) {
-            throw new InvalidKeyException("invalid idempotency key for `" + tool.name + "`: explicit key: the supplier"
-                    + " returned null; supply a key with at least one visible character", tool.name, null);
-        }
-        return key;
     }
 
     /** Builds a {@link ToolDispatcher}; {@link #build()} registers and validates every tool. */

@@ -250,11 +250,7 @@ public final class WebServiceExecutor implements AutoCloseable {
         JsonInput json = hashed;
         String supplied = null;
         if (a.strategy == KeyStrategy.EXPLICIT) {
-            supplied = a.supplier.idempotencyKeyFor(Collections.unmodifiableMap(asMap));
-            if (supplied == null) {
-                throw new InvalidKeyException("invalid idempotency key for `" + a.name + "`: explicit key: the supplier"
-                        + " returned null; supply a key with at least one visible character", a.name, null);
-            }
+            supplied = Registrar.suppliedKey(a.name, a.supplier, asMap);
             json = JsonInput.ofString(supplied);
         }
         Registry r = registry;
