@@ -177,8 +177,7 @@ enum idemkit_recording
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * Recorded (a success or, with `cache_failures`, a failure), or the claim was released
-   * after a failure so that a retry runs again.
+   * Recorded (a success or, with `cache_failures`, a failure): repeats get it.
    */
   IDEMKIT_RECORDING_RECORDED = 0,
   /**
@@ -190,6 +189,11 @@ enum idemkit_recording
    * result still stands; the claim is left to become abandoned, never run again silently.
    */
   IDEMKIT_RECORDING_FAILED = 2,
+  /**
+   * The claim was released (a failure without `cache_failures`, or `idemkit_release_unrun`):
+   * the next call runs.
+   */
+  IDEMKIT_RECORDING_RELEASED = 3,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -287,67 +291,6 @@ typedef struct idemkit_store idemkit_store;
 typedef struct idemkit_tool idemkit_tool;
 
 /**
- * An idempotency policy (SPEC §1). Fill it with `idemkit_policy_default` and change what you
- * need; it is validated by `idemkit_tool_new`.
- */
-typedef struct idemkit_policy {
-  /**
-   * An `idemkit_strategy` code (default `IDEMKIT_STRATEGY_HASH_INPUT`).
-   */
-  int32_t strategy;
-  /**
-   * An `idemkit_on_cache_hit` code (default `IDEMKIT_ON_CACHE_HIT_RETURN_CACHED`).
-   */
-  int32_t on_cache_hit;
-  /**
-   * Whether failed calls are remembered too (default false).
-   */
-  bool cache_failures;
-  /**
-   * How long a record is kept after its outcome, in seconds (default 3600; 0 is refused).
-   */
-  uint64_t ttl_seconds;
-  /**
-   * How long an in-progress claim holds before its owner is presumed dead, in seconds
-   * (default 300; 0 is refused).
-   */
-  uint64_t lease_seconds;
-  /**
-   * For `HASH_INPUT`: the names of the input members that identify the effect (UTF-8,
-   * copied by `idemkit_tool_new`); NULL with `key_argument_count` 0 for the whole input.
-   */
-  const char *const *key_arguments;
-  /**
-   * How many names `key_arguments` holds.
-   */
-  size_t key_argument_count;
-} idemkit_policy;
-
-/**
- * Options for `idemkit_store_open`. Zero-initialise it (`idemkit_store_options o = {0};`) and
- * set what you need; NULL text and 0 mean the default.
- */
-typedef struct idemkit_store_options {
-  /**
-   * Redis: the key prefix (default `idemkit:`).
-   */
-  const char *key_prefix;
-  /**
-   * PostgreSQL: the table name, validated as an SQL identifier (default `idemkit_records`).
-   */
-  const char *table;
-  /**
-   * Redis: open even if the server's `maxmemory-policy` may evict keys (this breaks the
-   * guarantee; default false).
-   */
-  bool allow_evicting;
-  /**
-   * The largest success result (JSON bytes) the store keeps (0: the default, 1 MiB).
-   */
-  size_t max_outcome_bytes;
-} idemkit_store_options;
-
-/**
  * What `idemkit_begin` found. The caller owns the struct; the strings in it are allocated by
  * the library and belong to the caller: free them with `idemkit_begin_result_clear` (all at
  * once) or each with `idemkit_string_free`.
@@ -423,6 +366,67 @@ typedef struct idemkit_key_request {
   size_t key_argument_count;
 } idemkit_key_request;
 
+/**
+ * Options for `idemkit_store_open`. Zero-initialise it (`idemkit_store_options o = {0};`) and
+ * set what you need; NULL text and 0 mean the default.
+ */
+typedef struct idemkit_store_options {
+  /**
+   * Redis: the key prefix (default `idemkit:`).
+   */
+  const char *key_prefix;
+  /**
+   * PostgreSQL: the table name, validated as an SQL identifier (default `idemkit_records`).
+   */
+  const char *table;
+  /**
+   * Redis: open even if the server's `maxmemory-policy` may evict keys (this breaks the
+   * guarantee; default false).
+   */
+  bool allow_evicting;
+  /**
+   * The largest success result (JSON bytes) the store keeps (0: the default, 1 MiB).
+   */
+  size_t max_outcome_bytes;
+} idemkit_store_options;
+
+/**
+ * An idempotency policy (SPEC §1). Fill it with `idemkit_policy_default` and change what you
+ * need; it is validated by `idemkit_tool_new`.
+ */
+typedef struct idemkit_policy {
+  /**
+   * An `idemkit_strategy` code (default `IDEMKIT_STRATEGY_HASH_INPUT`).
+   */
+  int32_t strategy;
+  /**
+   * An `idemkit_on_cache_hit` code (default `IDEMKIT_ON_CACHE_HIT_RETURN_CACHED`).
+   */
+  int32_t on_cache_hit;
+  /**
+   * Whether failed calls are remembered too (default false).
+   */
+  bool cache_failures;
+  /**
+   * How long a record is kept after its outcome, in seconds (default 3600; 0 is refused).
+   */
+  uint64_t ttl_seconds;
+  /**
+   * How long an in-progress claim holds before its owner is presumed dead, in seconds
+   * (default 300; 0 is refused).
+   */
+  uint64_t lease_seconds;
+  /**
+   * For `HASH_INPUT`: the names of the input members that identify the effect (UTF-8,
+   * copied by `idemkit_tool_new`); NULL with `key_argument_count` 0 for the whole input.
+   */
+  const char *const *key_arguments;
+  /**
+   * How many names `key_arguments` holds.
+   */
+  size_t key_argument_count;
+} idemkit_policy;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -471,83 +475,6 @@ const char *idemkit_version(void);
  * `string` is NULL or a string the library handed out and that was not freed yet.
  */
 void idemkit_string_free(char *string);
-
-/**
- * Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
- * TTL 3600 s, lease 300 s, no key arguments.
- *
- * # Safety
- * `policy` is NULL or writable.
- */
-idemkit_status idemkit_policy_default(struct idemkit_policy *policy);
-
-/**
- * Opens a store by URL: `memory:` (a new in-memory store, always available), `redis://` and
- * `rediss://` (when the library was built with the cargo feature `redis`), `postgres://` and
- * `postgresql://` (feature `postgres`). `options` may be NULL for the defaults.
- *
- * On OK, `*out` is a new store the caller owns: free it with `idemkit_store_free`. Otherwise
- * `*out` is NULL; an unknown or disabled scheme answers `IDEMKIT_STATUS_CONFIGURATION`, a server
- * that cannot be reached `IDEMKIT_STATUS_STORE_UNAVAILABLE`. Blocks while the store connects.
- *
- * **fork().** Stores work in a child made by `fork()`, as pre-fork servers (uWSGI, php-fpm,
- * Apache prefork) make them; nothing hangs. The library's runtime is per process: the
- * child's first idemkit call starts a new one (the parent's is left behind, unused, in the
- * child's memory). A Redis or PostgreSQL store opened in the parent is opened again from its
- * URL and options at its first use in the child, with the child's own connections (the
- * parent's are never touched, so the parent goes on undisturbed); if that fails, the call
- * answers what this function would (`IDEMKIT_STATUS_STORE_UNAVAILABLE` within the store's
- * connect timeout of a few seconds, or `IDEMKIT_STATUS_CONFIGURATION`), naming the fork. A
- * `memory:` store has no connections: the child goes on with a copy of the parent's records
- * as they were at the fork, and from then on the two copies are apart (they do not
- * deduplicate against each other). Opening stores in the child after the fork is as good.
- * Fork while no idemkit call is running in another thread of the parent (a lock held at the
- * fork would stay held in the child). A call begun in the parent belongs to the parent; see
- * `idemkit_complete`.
- *
- * # Safety
- * `url` is NULL or a NUL-terminated string; `options` is NULL or valid; `out` is NULL or
- * writable.
- */
-idemkit_status idemkit_store_open(const char *url,
-                                  const struct idemkit_store_options *options,
-                                  struct idemkit_store **out);
-
-/**
- * Frees a store. NULL is accepted and ignored. Calls begun on it keep it alive until they are
- * freed; no other thread may use the handle once this is called.
- *
- * # Safety
- * `store` is NULL or a store from `idemkit_store_open` that was not freed yet.
- */
-void idemkit_store_free(struct idemkit_store *store);
-
-/**
- * Makes a tool: `name` is the scope of its keys; `policy` (NULL for the defaults) is validated
- * here; `timeout_ms` (0 for none) is the deadline of each call's store lookup and waiting, and
- * must be shorter than the lease.
- *
- * On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy the
- * library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
- * unknown enum code, a timeout not shorter than the lease) answers
- * `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
- *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `policy` is NULL or valid, its `key_arguments`
- * as documented; `out` is NULL or writable.
- */
-idemkit_status idemkit_tool_new(const char *name,
-                                const struct idemkit_policy *policy,
-                                uint64_t timeout_ms,
-                                struct idemkit_tool **out);
-
-/**
- * Frees a tool. NULL is accepted and ignored. Calls begun with it do not need it any more.
- *
- * # Safety
- * `tool` is NULL or a tool from `idemkit_tool_new` that was not freed yet.
- */
-void idemkit_tool_free(struct idemkit_tool *tool);
 
 /**
  * Starts a call of `tool` on `store` (SPEC §3): derives the key, claims it, and answers in
@@ -619,6 +546,11 @@ idemkit_status idemkit_call_key(const struct idemkit_call *call,
  * Reports a body that succeeded with `result_json` (one JSON value, UTF-8): the result is
  * recorded so that repeats get it. `out_recording` (may be NULL) says what became of it.
  *
+ * **Deadline.** A body reported after the tool's `timeout_ms` has passed answers
+ * `IDEMKIT_STATUS_TIMEOUT`, and so do `idemkit_fail` (SPEC v1.1 rule 3): its outcome is still
+ * recorded (or released) as usual and `*out_recording` says so, so a repeat replays it; the
+ * message says what became of it. Hand your caller the timeout, not the result.
+ *
  * The status is OK even when the result could not be recorded: the body's result stands, the
  * reason is the thread's last error and `*out_recording` is `IDEMKIT_RECORDING_FAILED`. A
  * result larger than the store keeps is recorded as too large (repeats get
@@ -642,9 +574,9 @@ idemkit_status idemkit_complete(struct idemkit_call *call,
 /**
  * Reports a body that failed with an error of type `error_type` and `message` (UTF-8). With
  * the policy's `cache_failures` the failure is recorded (repeats get it as a cached failure);
- * otherwise the claim is released so that a retry runs again. `out_recording` (may be NULL)
- * says what became of it; the status is OK even when the store could not be told (see
- * `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
+ * otherwise the claim is released so that a retry runs again (`IDEMKIT_RECORDING_RELEASED`).
+ * `out_recording` (may be NULL) says what became of it; the status is OK even when the store
+ * could not be told, and `IDEMKIT_STATUS_TIMEOUT` past the deadline (see `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
  *
  * # Safety
  * `call` is NULL or a live call handle not used by another thread; `error_type` and `message`
@@ -667,7 +599,8 @@ idemkit_status idemkit_release_unrun(struct idemkit_call *call);
 
 /**
  * Frees a call handle. NULL is accepted and ignored. A call freed after `EXECUTE` without
- * `idemkit_complete`, `idemkit_fail` or `idemkit_release_unrun` keeps its claim in progress:
+ * `idemkit_complete`, `idemkit_fail` or `idemkit_release_unrun` is a cancelled body (SPEC v1.1
+ * rule 3) and keeps its claim in progress:
  * the outcome is unknown, so when the lease ends the key answers `IDEMKIT_STATUS_INDETERMINATE`
  * until an operator resolves it or it expires. In a child made by `fork()`, freeing a call the
  * parent began frees only the child's copy of the handle; the claim stays the parent's.
@@ -704,6 +637,84 @@ idemkit_status idemkit_derive_key(const struct idemkit_key_request *request,
                                   char *material_out,
                                   size_t material_len,
                                   size_t *material_needed);
+
+/**
+ * Opens a store by URL: `memory:` (a new in-memory store, always available), `redis://` and
+ * `rediss://` (when the library was built with the cargo feature `redis`), `postgres://` and
+ * `postgresql://` (feature `postgres`). `options` may be NULL for the defaults.
+ *
+ * On OK, `*out` is a new store the caller owns: free it with `idemkit_store_free`. Otherwise
+ * `*out` is NULL; an unknown or disabled scheme answers `IDEMKIT_STATUS_CONFIGURATION`, a server
+ * that cannot be reached `IDEMKIT_STATUS_STORE_UNAVAILABLE`. Blocks while the store connects.
+ *
+ * **fork().** Stores work in a child made by `fork()`, as pre-fork servers (uWSGI, php-fpm,
+ * Apache prefork) make them; nothing hangs. The library's runtime is per process: the
+ * child's first idemkit call starts a new one (the parent's is left behind, unused, in the
+ * child's memory). A Redis or PostgreSQL store opened in the parent is opened again from its
+ * URL and options at its first use in the child, with the child's own connections (the
+ * parent's are never touched, so the parent goes on undisturbed); if that fails, the call
+ * answers what this function would (`IDEMKIT_STATUS_STORE_UNAVAILABLE` within the store's
+ * connect timeout of a few seconds, or `IDEMKIT_STATUS_CONFIGURATION`), naming the fork. A
+ * `memory:` store has no connections: the child goes on with a copy of the parent's records
+ * as they were at the fork, and from then on the two copies are apart (they do not
+ * deduplicate against each other). Opening stores in the child after the fork is as good.
+ * Fork while no idemkit call is running in another thread of the parent (a lock held at the
+ * fork would stay held in the child). A call begun in the parent belongs to the parent; see
+ * `idemkit_complete`.
+ *
+ * # Safety
+ * `url` is NULL or a NUL-terminated string; `options` is NULL or valid; `out` is NULL or
+ * writable.
+ */
+idemkit_status idemkit_store_open(const char *url,
+                                  const struct idemkit_store_options *options,
+                                  struct idemkit_store **out);
+
+/**
+ * Frees a store. NULL is accepted and ignored. Calls begun on it keep it alive until they are
+ * freed; no other thread may use the handle once this is called.
+ *
+ * # Safety
+ * `store` is NULL or a store from `idemkit_store_open` that was not freed yet.
+ */
+void idemkit_store_free(struct idemkit_store *store);
+
+/**
+ * Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
+ * TTL 3600 s, lease 300 s, no key arguments.
+ *
+ * # Safety
+ * `policy` is NULL or writable.
+ */
+idemkit_status idemkit_policy_default(struct idemkit_policy *policy);
+
+/**
+ * Makes a tool: `name` is the scope of its keys; `policy` (NULL for the defaults) is validated
+ * here; `timeout_ms` (0 for none) is the deadline of each call's store lookup, waiting and
+ * body (a body reported after it answers `IDEMKIT_STATUS_TIMEOUT`, see `idemkit_complete`),
+ * and must be shorter than the lease.
+ *
+ * On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy the
+ * library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
+ * unknown enum code, a timeout not shorter than the lease) answers
+ * `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
+ *
+ * # Safety
+ * `name` is NULL or a NUL-terminated string; `policy` is NULL or valid, its `key_arguments`
+ * as documented; `out` is NULL or writable.
+ */
+idemkit_status idemkit_tool_new(const char *name,
+                                const struct idemkit_policy *policy,
+                                uint64_t timeout_ms,
+                                struct idemkit_tool **out);
+
+/**
+ * Frees a tool. NULL is accepted and ignored. Calls begun with it do not need it any more.
+ *
+ * # Safety
+ * `tool` is NULL or a tool from `idemkit_tool_new` that was not freed yet.
+ */
+void idemkit_tool_free(struct idemkit_tool *tool);
 
 #ifdef __cplusplus
 }  // extern "C"

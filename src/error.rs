@@ -127,11 +127,14 @@ pub enum Error {
         key: String,
         bytes: u64,
     },
-    #[error("`{tool}` ran past its deadline of {timeout_ms} ms under key {key}; its outcome is unknown and its claim stays in progress until the lease ends")]
+    #[error("`{tool}` ran past its deadline of {timeout_ms} ms under key {key}; {outcome}")]
     Timeout {
         tool: String,
         key: String,
         timeout_ms: u64,
+        /// What became of the body's outcome (SPEC v1.1 rule 3): recorded late, released, or
+        /// unknown with the claim left in progress.
+        outcome: String,
     },
     #[error("internal error in idemkit: {0}")]
     Internal(String),

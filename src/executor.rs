@@ -1,9 +1,11 @@
 //! The claim protocol of SPEC §3, in one place, used by every face.
 //!
 //! Two shapes over one implementation: [`Executor::call`] runs a Rust body in one go, and the
-//! two-step [`Executor::prepare`] → [`Executor::advance`] → (the caller runs its body) →
-//! [`Executor::succeed`] / [`Executor::fail`] serves the Java and C faces, whose bodies never run
-//! inside a native frame.
+//! two-step [`Executor::prepare_raw`] → [`Executor::advance`] → (the caller runs its body) →
+//! [`Executor::report`] serves the Java and C faces, whose bodies never run inside a native
+//! frame. The faces only say what their body did ([`BodyReport`]); what that means — which
+//! input the strategy keys on, what is recorded or released, whether the caller gets the body's
+//! answer or the timeout error — is decided here, once for every face.
 
 use std::borrow::Borrow;
 use std::future::Future;
@@ -15,7 +17,7 @@ use serde::Serialize;
 
 use crate::error::{Error, StoreError};
 use crate::events::{Event, EventKind, Events};
-use crate::key::{derive_key, Key, KeyInput, KeyScope};
+use crate::key::{derive_key, CanonicalValue, Key, KeyError, KeyInput, KeyScope};
 use crate::policy::{KeyStrategy, RetryBehavior, Tool};
 use crate::record::{Failure, Outcome, Record, Token};
 use crate::store::{Claim, ClaimReply, ClaimRequest, Completion, RecordId, Store};
@@ -69,11 +71,18 @@ pub enum Step {
     Pending,
 }
 
-/// What happened to a succeeded body's outcome.
+/// What happened to a body's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Recording {
-    /// Recorded; repeats get it.
+    /// Recorded (a success, or a failure with `cache_failures`); repeats get it.
     Recorded,
+    /// The claim was released (a failure without `cache_failures`, or a body that never ran):
+    /// the next call runs.
+    Released,
+    /// Neither recorded nor released: the body was cancelled and nobody knows whether it acted,
+    /// so the claim stays in progress and reads as abandoned once its lease ends
+    /// (SPEC v1.1 rule 3).
+    LeftInProgress,
     /// Nothing to record (`UUID`, `NONE`).
     Unprotected,
     /// Not settled when the call returned. Either settling gave up (reported as `record_failed`,
@@ -81,6 +90,64 @@ pub enum Recording {
     /// it goes on in the background until the lease ends (the detail says so, and the event
     /// comes only if it finally gives up).
     Failed(String),
+}
+
+/// What a face's body did, as the face reports it to [`Executor::report`].
+#[derive(Debug, Clone, Copy)]
+pub enum BodyReport<'a> {
+    /// It returned this result (one JSON value, as text).
+    Succeeded(&'a str),
+    /// It failed with this error.
+    Failed(&'a Failure),
+    /// It returned a result the face could not write as JSON; this failure describes it. Settled
+    /// like a failure of the body (SPEC v1.1 rule 6), never left to become abandoned.
+    Unencodable(&'a Failure),
+    /// It never started (e.g. its arguments did not bind, or its request was never sent): the
+    /// claim is released.
+    NeverRan,
+    /// It was cancelled while it may have been acting (a Rust future dropped, an HTTP exchange
+    /// aborted): nobody knows its outcome, so the claim is left in progress.
+    Cancelled,
+}
+
+/// What the face tells its caller after [`Executor::report`].
+#[derive(Debug)]
+pub enum Answer {
+    /// The body's own answer: its result, or its error (or, for [`BodyReport::NeverRan`] and
+    /// [`BodyReport::Cancelled`], the face's reason for not running it or cutting it short).
+    Body,
+    /// This error instead: the body was still running at the caller's deadline
+    /// ([`Error::Timeout`], which says what became of its outcome).
+    Error(Error),
+}
+
+/// The result of [`Executor::report`].
+#[derive(Debug)]
+pub struct Reported {
+    /// What the caller gets.
+    pub answer: Answer,
+    /// What became of the body's outcome (for a log line when it is [`Recording::Failed`]).
+    pub recording: Recording,
+}
+
+/// A call's supplied key, as a face hands it over.
+#[derive(Debug, Clone, Copy)]
+pub enum SuppliedKey<'a> {
+    /// The key itself.
+    Text(&'a str),
+    /// The key as a JSON string literal (non-ASCII escaped), so that a lone surrogate from a
+    /// UTF-16 caller reaches the key module and is refused there.
+    JsonLiteral(&'a str),
+}
+
+/// A call's input as a face hands it over, before the strategy picks what it keys on:
+/// `HASH_INPUT` the JSON input, `EXPLICIT` the supplied key, `UUID` and `NONE` neither.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawInput<'a> {
+    /// The call's input as JSON text.
+    pub json: Option<&'a str>,
+    /// The key the caller supplied.
+    pub supplied_key: Option<SuppliedKey<'a>>,
 }
 
 /// Where a call stands in the protocol.
@@ -248,38 +315,52 @@ impl Executor {
                     Some(deadline) => match tokio::time::timeout_at(deadline.into(), body).await {
                         Ok(result) => result,
                         Err(_) => {
-                            attempt.phase = Phase::Done;
-                            return Err(CallError::Idempotency(Error::Timeout {
-                                tool: tool.name().to_owned(),
-                                key: attempt.key_text().unwrap_or_default(),
-                                timeout_ms: tool.timeout().unwrap_or_default().as_millis() as u64,
-                            }));
+                            // The body future is dropped here: a cancellation (SPEC v1.1 rule 3).
+                            return match self.report(&mut attempt, BodyReport::Cancelled).await {
+                                Reported {
+                                    answer: Answer::Error(error),
+                                    ..
+                                } => Err(CallError::Idempotency(error)),
+                                Reported { .. } => Err(CallError::Idempotency(
+                                    self.timed_out(&attempt, &Recording::LeftInProgress),
+                                )),
+                            };
                         }
                     },
                 };
                 match result {
-                    Ok(value) => {
-                        let json = serde_json::to_string(&value).map_err(|e| {
-                            Error::Internal(format!(
-                                "the result of `{}` does not serialise as JSON: {e}",
-                                tool.name()
-                            ))
-                        });
-                        match json {
-                            Ok(json) => {
-                                self.succeed(&mut attempt, &json).await;
-                            }
-                            Err(e) => {
-                                // Unrecordable: leave the claim to become abandoned rather than run twice.
-                                self.emit(&attempt, EventKind::RecordFailed, Some(&e.to_string()));
+                    Ok(value) => match serde_json::to_string(&value) {
+                        Ok(json) => {
+                            let reported = self.report(&mut attempt, BodyReport::Succeeded(&json));
+                            match reported.await.answer {
+                                Answer::Body => Ok(value),
+                                Answer::Error(error) => Err(CallError::Idempotency(error)),
                             }
                         }
-                        Ok(value)
-                    }
+                        Err(e) => {
+                            let error = Error::Internal(format!(
+                                "the result of `{}` does not serialise as JSON ({e}), so it was not recorded and the call counts as failed",
+                                tool.name()
+                            ));
+                            let failure = Failure::new("Unencodable", error.to_string());
+                            let reported =
+                                self.report(&mut attempt, BodyReport::Unencodable(&failure));
+                            match reported.await.answer {
+                                Answer::Body => Err(CallError::Idempotency(error)),
+                                Answer::Error(timeout) => Err(CallError::Idempotency(timeout)),
+                            }
+                        }
+                    },
                     Err(error) => {
                         let failure = Failure::new(short_type_name::<E>(), error.to_string());
-                        self.fail(&mut attempt, &failure).await;
-                        Err(CallError::Body(error))
+                        match self
+                            .report(&mut attempt, BodyReport::Failed(&failure))
+                            .await
+                            .answer
+                        {
+                            Answer::Body => Err(CallError::Body(error)),
+                            Answer::Error(timeout) => Err(CallError::Idempotency(timeout)),
+                        }
                     }
                 }
             }
@@ -293,6 +374,41 @@ impl Executor {
         context: &CallContext,
         input: KeyInput<'_>,
     ) -> Result<Attempt, Error> {
+        self.prepare_with(tool.clone(), context, input)
+    }
+
+    /// Derives the call's key from the input a face hands over, picking by the tool's strategy
+    /// what it keys on (`HASH_INPUT`: the JSON input; `EXPLICIT`: the supplied key; `UUID`,
+    /// `NONE`: neither); touches no store. A missing input refuses the call naming the field.
+    pub fn prepare_raw(
+        &self,
+        tool: &Tool,
+        context: &CallContext,
+        raw: RawInput<'_>,
+    ) -> Result<Attempt, Error> {
+        let decoded;
+        let input = match tool.policy().strategy {
+            KeyStrategy::HashInput => match raw.json {
+                Some(json) => KeyInput::Json(json),
+                None => {
+                    return Err(Error::config(format!(
+                        "`{}` uses strategy HASH_INPUT, which keys on the call's input, but no input was given; pass the input as JSON text",
+                        tool.name()
+                    )))
+                }
+            },
+            KeyStrategy::Explicit => match raw.supplied_key {
+                Some(SuppliedKey::Text(key)) => KeyInput::Explicit(key),
+                Some(SuppliedKey::JsonLiteral(literal)) => {
+                    decoded = explicit_key_literal(tool, literal)?;
+                    KeyInput::Explicit(&decoded)
+                }
+                // A missing key is a blank one: refused as an invalid key.
+                None => KeyInput::Explicit(""),
+            },
+            // UUID and NONE derive no key from the input.
+            KeyStrategy::Uuid | KeyStrategy::None => KeyInput::Json("null"),
+        };
         self.prepare_with(tool.clone(), context, input)
     }
 
@@ -446,7 +562,7 @@ impl Executor {
                 Some(Err(error)) => {
                     self.emit(attempt, EventKind::StoreError, Some(&error.to_string()));
                     // The claim may have landed with its reply lost: free it if so.
-                    self.release_unrun(attempt, lease_until());
+                    self.release_lost_claim(attempt, lease_until());
                     return Err(self.unavailable(attempt, &error));
                 }
                 None => {
@@ -622,13 +738,82 @@ impl Executor {
         self.settle(attempt, Settlement::ReleaseFailed).await
     }
 
-    /// Gives up a claimed call without recording anything (the body was never run).
-    pub async fn abandon_unrun<T: Borrow<Tool>>(&self, attempt: &mut Attempt<T>) {
-        if attempt.phase == Phase::Claimed && attempt.key.is_some() {
-            attempt.phase = Phase::Done;
-            self.settle(attempt, Settlement::ReleaseUnrun).await;
-        }
+    /// Releases the claim of a call whose body never ran, so that the next call runs; nothing
+    /// is recorded. A call that holds no claim (not yet claimed, replayed, finished, `UUID`,
+    /// `NONE`) is only marked finished.
+    pub async fn release_unrun<T: Borrow<Tool>>(&self, attempt: &mut Attempt<T>) -> Recording {
+        let claimed = attempt.phase == Phase::Claimed && attempt.key.is_some();
         attempt.phase = Phase::Done;
+        if claimed {
+            self.settle(attempt, Settlement::ReleaseUnrun).await
+        } else {
+            Recording::Unprotected
+        }
+    }
+
+    /// Settles a claimed call by what its body did, and says what the face tells its caller —
+    /// one rule for every face (SPEC v1.1 rules 3 and 6):
+    ///
+    /// - [`BodyReport::Succeeded`]: recorded; [`BodyReport::Failed`] and
+    ///   [`BodyReport::Unencodable`]: released, or recorded with `cache_failures`;
+    ///   [`BodyReport::NeverRan`]: released; [`BodyReport::Cancelled`]: left in progress, to
+    ///   become abandoned at the lease end.
+    /// - A body that ran (or was cancelled) while the caller's deadline passed: the caller gets
+    ///   the timeout error, naming what became of the outcome (a late complete is recorded as
+    ///   usual, so a repeat replays it). Otherwise the caller gets the body's own answer.
+    pub async fn report<T: Borrow<Tool>>(
+        &self,
+        attempt: &mut Attempt<T>,
+        report: BodyReport<'_>,
+    ) -> Reported {
+        let ran = !matches!(report, BodyReport::NeverRan);
+        let overran = ran
+            && matches!(attempt.phase, Phase::Claimed | Phase::Unprotected)
+            && attempt.deadline.is_some_and(|d| Instant::now() >= d);
+        let recording = match report {
+            BodyReport::Succeeded(json) => self.succeed(attempt, json).await,
+            BodyReport::Failed(failure) | BodyReport::Unencodable(failure) => {
+                self.fail(attempt, failure).await
+            }
+            BodyReport::NeverRan => self.release_unrun(attempt).await,
+            BodyReport::Cancelled => {
+                let claimed = attempt.phase == Phase::Claimed && attempt.key.is_some();
+                attempt.phase = Phase::Done;
+                if claimed {
+                    Recording::LeftInProgress
+                } else {
+                    Recording::Unprotected
+                }
+            }
+        };
+        let answer = if overran {
+            Answer::Error(self.timed_out(attempt, &recording))
+        } else {
+            Answer::Body
+        };
+        Reported { answer, recording }
+    }
+
+    /// The timeout error of a body still running at the caller's deadline, saying what became
+    /// of its outcome.
+    fn timed_out<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, recording: &Recording) -> Error {
+        let tool = attempt.tool();
+        let key = attempt.key_text().unwrap_or_default();
+        let outcome = match recording {
+            Recording::Recorded => "it finished late and its outcome was recorded, so a retry gets the remembered outcome without running it again".to_owned(),
+            Recording::Released => "it finished late with a failure and its claim was released, so a retry runs it again".to_owned(),
+            Recording::LeftInProgress => format!(
+                "its outcome is unknown (it was cancelled while it may have been acting), so its claim stays in progress until the lease ends and then reads as abandoned until an operator resolves it (idemkit resolve --key {key})"
+            ),
+            Recording::Unprotected => "nothing was recorded (its strategy does not deduplicate)".to_owned(),
+            Recording::Failed(detail) => format!("it finished late but {detail}"),
+        };
+        Error::Timeout {
+            tool: tool.name().to_owned(),
+            key,
+            timeout_ms: tool.timeout().unwrap_or_default().as_millis() as u64,
+            outcome,
+        }
     }
 
     async fn record<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, outcome: &Outcome) -> Recording {
@@ -653,7 +838,9 @@ impl Executor {
         };
         let now = Instant::now();
         let mut inline_until = now + INLINE_SETTLE;
-        if let Some(deadline) = attempt.deadline {
+        if let Some(deadline) = attempt.deadline.filter(|&d| d > now) {
+            // Never past the deadline of a caller still within it; a caller already past it (a
+            // late complete) is held for the inline time, to be told whether it was recorded.
             inline_until = inline_until.min(deadline);
         }
         let settler = Settler {
@@ -735,7 +922,7 @@ impl Executor {
     }
 
     /// Frees, in the background, a claim that may have landed although its reply was lost.
-    fn release_unrun<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, lease_until: Instant) {
+    fn release_lost_claim<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, lease_until: Instant) {
         let Some(key) = attempt.key else { return };
         let settler = Settler {
             store: self.store.clone(),
@@ -775,6 +962,30 @@ impl Executor {
             tenant: attempt.tenant.as_deref(),
             detail,
         });
+    }
+}
+
+/// Reads an explicit key given as a JSON string literal; a lone surrogate in it is refused as an
+/// invalid explicit key.
+fn explicit_key_literal(tool: &Tool, literal: &str) -> Result<String, Error> {
+    let invalid = |source: KeyError| Error::InvalidKey {
+        tool: tool.name().to_owned(),
+        source,
+    };
+    match CanonicalValue::parse(literal) {
+        Ok(CanonicalValue::String(key)) => Ok(key),
+        Ok(_) => Err(Error::Internal(format!(
+            "the explicit key of `{}` must cross as a JSON string literal; a binding bug",
+            tool.name()
+        ))),
+        Err(KeyError::LoneSurrogate { offset, code, .. }) => {
+            Err(invalid(KeyError::LoneSurrogate {
+                path: "explicit key".into(),
+                offset,
+                code,
+            }))
+        }
+        Err(other) => Err(invalid(other)),
     }
 }
 
@@ -897,7 +1108,7 @@ impl Settler {
                         if matches!(self.what, Settlement::ReleaseFailed) {
                             self.emit(EventKind::Released, None);
                         }
-                        Tried::Settled(Recording::Recorded)
+                        Tried::Settled(Recording::Released)
                     }
                     Ok(Err(error)) => Tried::Again(error.to_string()),
                     Err(_) => late(),

@@ -52,7 +52,10 @@ pub mod testing;
 
 pub use error::{Error, ErrorKind, StoreError};
 pub use events::{Event, EventKind, Events, Listener};
-pub use executor::{Attempt, CallContext, CallError, CallInfo, Executor, Recording, Step};
+pub use executor::{
+    Answer, Attempt, BodyReport, CallContext, CallError, CallInfo, Executor, RawInput, Recording,
+    Reported, Step, SuppliedKey,
+};
 pub use key::{
     canonical_material, derive_key, is_blank, CanonicalObject, CanonicalValue, Key, KeyError,
     KeyInput, KeyScope, Number,

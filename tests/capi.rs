@@ -329,7 +329,7 @@ fn a_call_outlives_its_freed_store_and_tool() {
         },
         IdemkitStatus::Ok
     );
-    assert_eq!(recording, IdemkitRecording::Recorded);
+    assert_eq!(recording, IdemkitRecording::Released);
     unsafe { idemkit_call_free(call) };
 }
 

@@ -924,3 +924,289 @@ async fn listeners_receive_every_event_with_tool_and_key() {
         .iter()
         .all(|e| e.1 == "send_email" && e.2.as_ref().is_some_and(|k| k.len() == 64)));
 }
+
+// ---- one deadline rule for every face (SPEC v1.1 rule 3), through `report` -----------------
+
+/// A tool with a 100 ms deadline and a 30 s lease.
+fn deadline_tool(name: &str, policy: Policy) -> Tool {
+    Tool::with_timeout(
+        name,
+        policy.with_lease(Duration::from_secs(30)),
+        Some(Duration::from_millis(100)),
+    )
+    .unwrap()
+}
+
+fn json_input(json: &str) -> idemkit::RawInput<'_> {
+    idemkit::RawInput {
+        json: Some(json),
+        supplied_key: None,
+    }
+}
+
+/// Claims `tool` for `INPUT` through the two-step protocol, as a face does.
+async fn claimed(exec: &Executor, t: &Tool) -> idemkit::Attempt {
+    let mut attempt = exec
+        .prepare_raw(t, &CallContext::new(), json_input(INPUT))
+        .unwrap();
+    assert_eq!(exec.advance(&mut attempt, None).await.unwrap(), Step::Run);
+    attempt
+}
+
+fn timeout_of(answer: idemkit::Answer) -> Error {
+    match answer {
+        idemkit::Answer::Error(e) if e.kind() == ErrorKind::Timeout => e,
+        other => panic!("expected the timeout error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_rust_body_overrunning_its_deadline_is_cancelled_and_abandoned_at_the_lease_end() {
+    let (exec, clock, _) = memory();
+    let t = deadline_tool("send_email", Policy::default());
+    let started = std::time::Instant::now();
+    let r: Result<String, CallError<MailError>> = exec
+        .call(&t, &CallContext::new(), KeyInput::Json(INPUT), |_| async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok("late".to_string())
+        })
+        .await;
+    // The caller gets the timeout at once (the body future is dropped: a cancellation).
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let error = match r {
+        Err(CallError::Idempotency(e)) => e,
+        other => panic!("expected the timeout, got {other:?}"),
+    };
+    assert_eq!(error.kind(), ErrorKind::Timeout);
+    assert!(error.to_string().contains("outcome is unknown"), "{error}");
+    // In progress until the lease ends, then abandoned: a repeat runs nothing.
+    let runs = AtomicUsize::new(0);
+    assert_eq!(
+        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::InProgress
+    );
+    clock.advance(Duration::from_secs(31));
+    assert_eq!(
+        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::Indeterminate
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_body_reported_after_its_deadline_gets_the_timeout_and_its_late_result_is_replayed() {
+    let (exec, _, _) = memory();
+    let t = deadline_tool("send_email", Policy::default());
+    let mut attempt = claimed(&exec, &t).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let reported = exec
+        .report(&mut attempt, idemkit::BodyReport::Succeeded(r#""late""#))
+        .await;
+    assert_eq!(reported.recording, idemkit::Recording::Recorded);
+    let error = timeout_of(reported.answer);
+    assert!(
+        error.to_string().contains("outcome was recorded"),
+        "{error}"
+    );
+    assert_eq!(error.key(), attempt.key_text().as_deref());
+    // A late complete is recorded as usual: the repeat replays it.
+    let runs = AtomicUsize::new(0);
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "late"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_body_reported_in_time_gets_its_own_answer() {
+    let (exec, _, _) = memory();
+    let t = deadline_tool("send_email", Policy::default());
+    let mut attempt = claimed(&exec, &t).await;
+    let reported = exec
+        .report(&mut attempt, idemkit::BodyReport::Succeeded(r#""sent""#))
+        .await;
+    assert!(matches!(reported.answer, idemkit::Answer::Body));
+    assert_eq!(reported.recording, idemkit::Recording::Recorded);
+}
+
+#[tokio::test]
+async fn a_failure_reported_after_its_deadline_gets_the_timeout_and_is_released() {
+    let (exec, _, _) = memory();
+    let t = deadline_tool("send_email", Policy::default());
+    let mut attempt = claimed(&exec, &t).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let failure = idemkit::Failure::new("MailError", "mailbox full");
+    let reported = exec
+        .report(&mut attempt, idemkit::BodyReport::Failed(&failure))
+        .await;
+    assert_eq!(reported.recording, idemkit::Recording::Released);
+    let error = timeout_of(reported.answer);
+    assert!(error.to_string().contains("released"), "{error}");
+    let runs = AtomicUsize::new(0);
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "sent"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_cancelled_body_leaves_its_claim_in_progress_until_the_lease_ends() {
+    let (exec, clock, _) = memory();
+    let t = deadline_tool("send_email", Policy::default());
+    let mut attempt = claimed(&exec, &t).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let reported = exec
+        .report(&mut attempt, idemkit::BodyReport::Cancelled)
+        .await;
+    assert_eq!(reported.recording, idemkit::Recording::LeftInProgress);
+    let error = timeout_of(reported.answer);
+    assert!(error.to_string().contains("outcome is unknown"), "{error}");
+    let runs = AtomicUsize::new(0);
+    assert_eq!(
+        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::InProgress
+    );
+    clock.advance(Duration::from_secs(31));
+    assert_eq!(
+        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::Indeterminate
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_body_that_never_ran_is_released_and_says_so() {
+    let (exec, _, _) = memory();
+    let t = deadline_tool("send_email", Policy::default());
+    let mut attempt = claimed(&exec, &t).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Never ran: no timeout (the face gives its own reason), and the claim is released.
+    let reported = exec
+        .report(&mut attempt, idemkit::BodyReport::NeverRan)
+        .await;
+    assert!(matches!(reported.answer, idemkit::Answer::Body));
+    assert_eq!(reported.recording, idemkit::Recording::Released);
+    let mut again = claimed(&exec, &t).await;
+    assert_eq!(
+        exec.release_unrun(&mut again).await,
+        idemkit::Recording::Released
+    );
+    // A call that holds no claim has nothing to release.
+    assert_eq!(
+        exec.release_unrun(&mut again).await,
+        idemkit::Recording::Unprotected
+    );
+}
+
+#[tokio::test]
+async fn a_released_failure_is_not_reported_as_recorded() {
+    let (exec, _, _) = memory();
+    let t = tool("send_email", Policy::default());
+    let mut attempt = claimed(&exec, &t).await;
+    let failure = idemkit::Failure::new("MailError", "mailbox full");
+    assert_eq!(
+        exec.fail(&mut attempt, &failure).await,
+        idemkit::Recording::Released
+    );
+    let cached = tool("send_cached", Policy::default().with_cache_failures(true));
+    let mut attempt = claimed(&exec, &cached).await;
+    assert_eq!(
+        exec.fail(&mut attempt, &failure).await,
+        idemkit::Recording::Recorded
+    );
+}
+
+#[tokio::test]
+async fn an_unencodable_result_is_settled_like_a_failure_not_left_to_become_abandoned() {
+    let (exec, _, _) = memory();
+    let t = tool("tally", Policy::default());
+    let runs = AtomicUsize::new(0);
+    let ctx = CallContext::new();
+    let call = || {
+        exec.call(&t, &ctx, KeyInput::Json(INPUT), |_| async {
+            runs.fetch_add(1, Ordering::SeqCst);
+            // JSON object keys must be strings: this map does not serialise.
+            let mut tally = std::collections::BTreeMap::new();
+            tally.insert(vec![1, 2], 3);
+            Ok::<_, MailError>(tally)
+        })
+    };
+    let first: Result<std::collections::BTreeMap<Vec<i32>, i32>, _> = call().await;
+    let error = match first {
+        Err(CallError::Idempotency(e)) => e,
+        other => panic!("expected an idemkit error, got {other:?}"),
+    };
+    assert!(
+        error.to_string().contains("does not serialise as JSON"),
+        "{error}"
+    );
+    // Released like a failure: the next call runs again (never indeterminate).
+    let second: Result<std::collections::BTreeMap<Vec<i32>, i32>, _> = call().await;
+    assert!(matches!(second, Err(CallError::Idempotency(_))));
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(exec.events().count(EventKind::Indeterminate), 0);
+}
+
+#[tokio::test]
+async fn prepare_raw_keys_on_what_the_strategy_uses() {
+    let (exec, _, _) = memory();
+    let ctx = CallContext::new();
+    let hashed = tool("h", Policy::default());
+    let from_raw = exec
+        .prepare_raw(
+            &hashed,
+            &ctx,
+            idemkit::RawInput {
+                json: Some(INPUT),
+                supplied_key: Some(idemkit::SuppliedKey::Text("ignored")),
+            },
+        )
+        .unwrap();
+    let direct = exec.prepare(&hashed, &ctx, KeyInput::Json(INPUT)).unwrap();
+    assert_eq!(from_raw.key(), direct.key());
+
+    let explicit = tool("e", Policy::new(KeyStrategy::Explicit));
+    let direct = exec
+        .prepare(&explicit, &ctx, KeyInput::Explicit("order-7"))
+        .unwrap();
+    for supplied in [
+        idemkit::SuppliedKey::Text("order-7"),
+        idemkit::SuppliedKey::JsonLiteral(r#""order-7""#),
+        idemkit::SuppliedKey::JsonLiteral(r#""\u006frder-7""#),
+    ] {
+        let raw = idemkit::RawInput {
+            json: Some(INPUT),
+            supplied_key: Some(supplied),
+        };
+        assert_eq!(
+            exec.prepare_raw(&explicit, &ctx, raw).unwrap().key(),
+            direct.key()
+        );
+    }
+    // A lone surrogate in a literal key, and a missing key, are invalid keys.
+    for supplied in [Some(idemkit::SuppliedKey::JsonLiteral(r#""\ud800""#)), None] {
+        let raw = idemkit::RawInput {
+            json: Some(INPUT),
+            supplied_key: supplied,
+        };
+        let err = exec.prepare_raw(&explicit, &ctx, raw).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidKey, "{err}");
+    }
+    // HASH_INPUT without an input is refused naming it; UUID and NONE read nothing.
+    let err = exec
+        .prepare_raw(&hashed, &ctx, idemkit::RawInput::default())
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Configuration);
+    assert!(err.to_string().contains("HASH_INPUT"), "{err}");
+    let uuid = tool("u", Policy::new(KeyStrategy::Uuid));
+    let attempt = exec
+        .prepare_raw(&uuid, &ctx, idemkit::RawInput::default())
+        .unwrap();
+    assert_eq!(attempt.key_text().map(|k| k.len()), Some(36));
+}

@@ -1,229 +1,21 @@
-//! Stores, tools and the two-step call protocol (`idemkit_begin` → the caller's body →
-//! `idemkit_complete` / `idemkit_fail`) for C callers.
+//! The two-step call protocol (`idemkit_begin` → the caller's body → `idemkit_complete` /
+//! `idemkit_fail`) for C callers.
 
 use std::ffi::c_char;
-use std::sync::{Mutex, PoisonError, RwLock};
-use std::time::Duration;
 
 use super::boundary::{
-    copy_out, give_string, guard, guard_void, optional_str, required_str, str_array, Fault,
+    copy_out, give_string, guard, guard_void, optional_str, required_str, Fault,
 };
+use super::store::{leave_behind, IdemkitStore};
+use super::tool::IdemkitTool;
 use super::{IdemkitStatus, KEY_BUFFER_LEN};
 use crate::error::Error;
-use crate::executor::{Attempt, CallContext, Executor, Recording, Step};
-use crate::key::KeyInput;
-use crate::policy::{KeyStrategy, Policy, RetryBehavior, Tool};
+use crate::executor::{
+    Answer, Attempt, BodyReport, CallContext, Executor, RawInput, Recording, Step, SuppliedKey,
+};
+use crate::key::KeyError;
 use crate::record::Failure;
 use crate::runtime;
-use crate::store::{redact_url, StoreOptions};
-
-/// How a tool's keys are derived (SPEC §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(i32)]
-pub enum IdemkitStrategy {
-    /// The digest of the canonical JSON input (or of its `key_arguments` members).
-    HashInput = 0,
-    /// The digest of a key the caller supplies.
-    Explicit = 1,
-    /// A fresh random UUID per call, for an upstream `Idempotency-Key` header only; nothing is
-    /// deduplicated.
-    Uuid = 2,
-    /// No protection at all.
-    None = 3,
-}
-
-impl IdemkitStrategy {
-    pub(crate) fn from_code(code: i32) -> Option<IdemkitStrategy> {
-        [
-            IdemkitStrategy::HashInput,
-            IdemkitStrategy::Explicit,
-            IdemkitStrategy::Uuid,
-            IdemkitStrategy::None,
-        ]
-        .into_iter()
-        .find(|s| *s as i32 == code)
-    }
-
-    fn strategy(self) -> KeyStrategy {
-        match self {
-            IdemkitStrategy::HashInput => KeyStrategy::HashInput,
-            IdemkitStrategy::Explicit => KeyStrategy::Explicit,
-            IdemkitStrategy::Uuid => KeyStrategy::Uuid,
-            IdemkitStrategy::None => KeyStrategy::None,
-        }
-    }
-
-    fn from_strategy(strategy: KeyStrategy) -> IdemkitStrategy {
-        match strategy {
-            KeyStrategy::HashInput => IdemkitStrategy::HashInput,
-            KeyStrategy::Explicit => IdemkitStrategy::Explicit,
-            KeyStrategy::Uuid => IdemkitStrategy::Uuid,
-            KeyStrategy::None => IdemkitStrategy::None,
-        }
-    }
-}
-
-/// What a repeat of a remembered call gets (SPEC §1, `onCacheHit`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(i32)]
-pub enum IdemkitOnCacheHit {
-    /// A remembered success is returned; a remembered failure is answered as a cached failure.
-    ReturnCached = 0,
-    /// A remembered success is returned; a remembered failure runs again.
-    ReturnCachedIfSuccess = 1,
-    /// Any repeat fails at once with `IDEMKIT_STATUS_FAIL_FAST`, and an in-progress key is not
-    /// waited for.
-    FailFast = 2,
-}
-
-impl IdemkitOnCacheHit {
-    fn from_code(code: i32) -> Option<RetryBehavior> {
-        [
-            (IdemkitOnCacheHit::ReturnCached, RetryBehavior::ReturnCached),
-            (
-                IdemkitOnCacheHit::ReturnCachedIfSuccess,
-                RetryBehavior::ReturnCachedIfSuccess,
-            ),
-            (IdemkitOnCacheHit::FailFast, RetryBehavior::FailFast),
-        ]
-        .into_iter()
-        .find(|(c, _)| *c as i32 == code)
-        .map(|(_, behavior)| behavior)
-    }
-
-    fn from_behavior(behavior: RetryBehavior) -> IdemkitOnCacheHit {
-        match behavior {
-            RetryBehavior::ReturnCached => IdemkitOnCacheHit::ReturnCached,
-            RetryBehavior::ReturnCachedIfSuccess => IdemkitOnCacheHit::ReturnCachedIfSuccess,
-            RetryBehavior::FailFast => IdemkitOnCacheHit::FailFast,
-        }
-    }
-}
-
-/// An idempotency policy (SPEC §1). Fill it with `idemkit_policy_default` and change what you
-/// need; it is validated by `idemkit_tool_new`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct IdemkitPolicy {
-    /// An `idemkit_strategy` code (default `IDEMKIT_STRATEGY_HASH_INPUT`).
-    pub strategy: i32,
-    /// An `idemkit_on_cache_hit` code (default `IDEMKIT_ON_CACHE_HIT_RETURN_CACHED`).
-    pub on_cache_hit: i32,
-    /// Whether failed calls are remembered too (default false).
-    pub cache_failures: bool,
-    /// How long a record is kept after its outcome, in seconds (default 3600; 0 is refused).
-    pub ttl_seconds: u64,
-    /// How long an in-progress claim holds before its owner is presumed dead, in seconds
-    /// (default 300; 0 is refused).
-    pub lease_seconds: u64,
-    /// For `HASH_INPUT`: the names of the input members that identify the effect (UTF-8,
-    /// copied by `idemkit_tool_new`); NULL with `key_argument_count` 0 for the whole input.
-    pub key_arguments: *const *const c_char,
-    /// How many names `key_arguments` holds.
-    pub key_argument_count: usize,
-}
-
-/// Options for `idemkit_store_open`. Zero-initialise it (`idemkit_store_options o = {0};`) and
-/// set what you need; NULL text and 0 mean the default.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct IdemkitStoreOptions {
-    /// Redis: the key prefix (default `idemkit:`).
-    pub key_prefix: *const c_char,
-    /// PostgreSQL: the table name, validated as an SQL identifier (default `idemkit_records`).
-    pub table: *const c_char,
-    /// Redis: open even if the server's `maxmemory-policy` may evict keys (this breaks the
-    /// guarantee; default false).
-    pub allow_evicting: bool,
-    /// The largest success result (JSON bytes) the store keeps (0: the default, 1 MiB).
-    pub max_outcome_bytes: usize,
-}
-
-/// A store and the executor that runs calls against it. Safe to share between threads; freed
-/// with `idemkit_store_free`.
-///
-/// A store's connections belong to the process that opened them; in a child made by `fork()`
-/// the handle opens the store again from its URL and options at its first use (see
-/// `idemkit_store_open`).
-pub struct IdemkitStore {
-    /// The URL it was opened with, to open it again in a forked child. It may hold a password:
-    /// only ever shown through `redact_url`.
-    url: String,
-    options: StoreOptions,
-    /// Whether the store holds connections (every store but `memory:`).
-    connected: bool,
-    opened: RwLock<Opened>,
-}
-
-/// A store as opened in one process.
-struct Opened {
-    executor: Executor,
-    /// The process it belongs to (`runtime::process_generation`) and that process's id.
-    generation: u64,
-    pid: u32,
-}
-
-impl std::fmt::Debug for IdemkitStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IdemkitStore")
-            .field("url", &redact_url(&self.url))
-            .field("options", &self.options)
-            .finish_non_exhaustive()
-    }
-}
-
-/// What a forked child must not touch nor drop: executors whose connections and tasks belong
-/// to the parent's runtime (their sockets are shared with the parent, and dropping them could
-/// wake the parent's runtime through shared file descriptors). Kept, never used, until exit.
-static LEFT_BEHIND_BY_FORK: Mutex<Vec<Executor>> = Mutex::new(Vec::new());
-
-fn leave_behind(executor: Executor) {
-    LEFT_BEHIND_BY_FORK
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(executor);
-}
-
-impl IdemkitStore {
-    /// The executor for this process: in a child made by `fork()`, the first use opens a
-    /// store with connections again (the parent's are left alone); `memory:` has none, so the
-    /// child goes on with its copy of the records.
-    fn executor(&self) -> Result<Executor, Fault> {
-        let generation = runtime::process_generation();
-        {
-            let opened = self.opened.read().unwrap_or_else(PoisonError::into_inner);
-            if opened.generation == generation {
-                return Ok(opened.executor.clone());
-            }
-        }
-        let mut opened = self.opened.write().unwrap_or_else(PoisonError::into_inner);
-        if opened.generation != generation {
-            let pid = std::process::id();
-            if self.connected {
-                let store = runtime::block_on(crate::store::open(&self.url, &self.options))
-                    .map_err(|error| {
-                        Fault::from(error).context(&format!(
-                            "store {} was opened in process {} before fork(); opening it again in this process ({pid}) failed",
-                            redact_url(&self.url),
-                            opened.pid
-                        ))
-                    })?;
-                let parents = std::mem::replace(&mut opened.executor, Executor::new(store));
-                leave_behind(parents);
-            }
-            opened.generation = generation;
-            opened.pid = pid;
-        }
-        Ok(opened.executor.clone())
-    }
-}
-
-/// A tool (call site): its name, which is the scope of its keys, its validated policy and its
-/// deadline. Immutable and safe to share between threads; freed with `idemkit_tool_free`.
-#[derive(Debug)]
-pub struct IdemkitTool {
-    tool: Tool,
-}
 
 /// One claimed call, between `idemkit_begin` and `idemkit_complete`/`idemkit_fail`. It holds
 /// the key and the owner token, and keeps its store alive. Use it from one thread at a time;
@@ -277,195 +69,16 @@ pub struct IdemkitBeginResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]
 pub enum IdemkitRecording {
-    /// Recorded (a success or, with `cache_failures`, a failure), or the claim was released
-    /// after a failure so that a retry runs again.
+    /// Recorded (a success or, with `cache_failures`, a failure): repeats get it.
     Recorded = 0,
     /// Nothing to record: the tool's strategy is `UUID` or `NONE`.
     Unprotected = 1,
     /// The outcome could not be recorded (the reason is the thread's last error). The body's
     /// result still stands; the claim is left to become abandoned, never run again silently.
     Failed = 2,
-}
-
-/// Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
-/// TTL 3600 s, lease 300 s, no key arguments.
-///
-/// # Safety
-/// `policy` is NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn idemkit_policy_default(policy: *mut IdemkitPolicy) -> IdemkitStatus {
-    guard(|| {
-        let out = policy.as_mut().ok_or_else(|| Fault::null("policy"))?;
-        let defaults = Policy::default();
-        *out = IdemkitPolicy {
-            strategy: IdemkitStrategy::from_strategy(defaults.strategy) as i32,
-            on_cache_hit: IdemkitOnCacheHit::from_behavior(defaults.on_cache_hit) as i32,
-            cache_failures: defaults.cache_failures,
-            ttl_seconds: defaults.ttl.as_secs(),
-            lease_seconds: defaults.lease.as_secs(),
-            key_arguments: std::ptr::null(),
-            key_argument_count: 0,
-        };
-        Ok(())
-    })
-}
-
-/// Opens a store by URL: `memory:` (a new in-memory store, always available), `redis://` and
-/// `rediss://` (when the library was built with the cargo feature `redis`), `postgres://` and
-/// `postgresql://` (feature `postgres`). `options` may be NULL for the defaults.
-///
-/// On OK, `*out` is a new store the caller owns: free it with `idemkit_store_free`. Otherwise
-/// `*out` is NULL; an unknown or disabled scheme answers `IDEMKIT_STATUS_CONFIGURATION`, a server
-/// that cannot be reached `IDEMKIT_STATUS_STORE_UNAVAILABLE`. Blocks while the store connects.
-///
-/// **fork().** Stores work in a child made by `fork()`, as pre-fork servers (uWSGI, php-fpm,
-/// Apache prefork) make them; nothing hangs. The library's runtime is per process: the
-/// child's first idemkit call starts a new one (the parent's is left behind, unused, in the
-/// child's memory). A Redis or PostgreSQL store opened in the parent is opened again from its
-/// URL and options at its first use in the child, with the child's own connections (the
-/// parent's are never touched, so the parent goes on undisturbed); if that fails, the call
-/// answers what this function would (`IDEMKIT_STATUS_STORE_UNAVAILABLE` within the store's
-/// connect timeout of a few seconds, or `IDEMKIT_STATUS_CONFIGURATION`), naming the fork. A
-/// `memory:` store has no connections: the child goes on with a copy of the parent's records
-/// as they were at the fork, and from then on the two copies are apart (they do not
-/// deduplicate against each other). Opening stores in the child after the fork is as good.
-/// Fork while no idemkit call is running in another thread of the parent (a lock held at the
-/// fork would stay held in the child). A call begun in the parent belongs to the parent; see
-/// `idemkit_complete`.
-///
-/// # Safety
-/// `url` is NULL or a NUL-terminated string; `options` is NULL or valid; `out` is NULL or
-/// writable.
-#[no_mangle]
-pub unsafe extern "C" fn idemkit_store_open(
-    url: *const c_char,
-    options: *const IdemkitStoreOptions,
-    out: *mut *mut IdemkitStore,
-) -> IdemkitStatus {
-    guard(|| {
-        let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
-        *out = std::ptr::null_mut();
-        let url = required_str(url, "url")?;
-        let mut store_options = StoreOptions::default();
-        if let Some(options) = options.as_ref() {
-            store_options.key_prefix =
-                optional_str(options.key_prefix, "options.key_prefix")?.map(str::to_owned);
-            store_options.table = optional_str(options.table, "options.table")?.map(str::to_owned);
-            store_options.allow_evicting = options.allow_evicting;
-            store_options.max_outcome_bytes =
-                (options.max_outcome_bytes > 0).then_some(options.max_outcome_bytes);
-        }
-        let generation = runtime::process_generation();
-        let store = runtime::block_on(crate::store::open(url, &store_options))?;
-        let connected = !url.to_ascii_lowercase().starts_with("memory:");
-        *out = Box::into_raw(Box::new(IdemkitStore {
-            url: url.to_owned(),
-            options: store_options,
-            connected,
-            opened: RwLock::new(Opened {
-                executor: Executor::new(store),
-                generation,
-                pid: std::process::id(),
-            }),
-        }));
-        Ok(())
-    })
-}
-
-/// Frees a store. NULL is accepted and ignored. Calls begun on it keep it alive until they are
-/// freed; no other thread may use the handle once this is called.
-///
-/// # Safety
-/// `store` is NULL or a store from `idemkit_store_open` that was not freed yet.
-#[no_mangle]
-pub unsafe extern "C" fn idemkit_store_free(store: *mut IdemkitStore) {
-    guard_void(|| {
-        if !store.is_null() {
-            let store = Box::from_raw(store);
-            let opened = store
-                .opened
-                .into_inner()
-                .unwrap_or_else(PoisonError::into_inner);
-            if opened.generation == runtime::process_generation() || !store.connected {
-                let _runtime = runtime::runtime().enter();
-                drop(opened.executor);
-            } else {
-                // Opened in the parent and not used here since fork(): not this process's to close.
-                leave_behind(opened.executor);
-            }
-        }
-    })
-}
-
-/// Makes a tool: `name` is the scope of its keys; `policy` (NULL for the defaults) is validated
-/// here; `timeout_ms` (0 for none) is the deadline of each call's store lookup and waiting, and
-/// must be shorter than the lease.
-///
-/// On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy the
-/// library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
-/// unknown enum code, a timeout not shorter than the lease) answers
-/// `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
-///
-/// # Safety
-/// `name` is NULL or a NUL-terminated string; `policy` is NULL or valid, its `key_arguments`
-/// as documented; `out` is NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn idemkit_tool_new(
-    name: *const c_char,
-    policy: *const IdemkitPolicy,
-    timeout_ms: u64,
-    out: *mut *mut IdemkitTool,
-) -> IdemkitStatus {
-    guard(|| {
-        let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
-        *out = std::ptr::null_mut();
-        let name = required_str(name, "name")?;
-        let policy = match policy.as_ref() {
-            None => Policy::default(),
-            Some(p) => {
-                let strategy = IdemkitStrategy::from_code(p.strategy).ok_or_else(|| {
-                    Fault::from(Error::Configuration(format!(
-                        "strategy {} on `{name}` is not an idemkit_strategy; use IDEMKIT_STRATEGY_HASH_INPUT (0) to IDEMKIT_STRATEGY_NONE (3)",
-                        p.strategy
-                    )))
-                })?;
-                let on_cache_hit = IdemkitOnCacheHit::from_code(p.on_cache_hit).ok_or_else(|| {
-                    Fault::from(Error::Configuration(format!(
-                        "on_cache_hit {} on `{name}` is not an idemkit_on_cache_hit; use IDEMKIT_ON_CACHE_HIT_RETURN_CACHED (0) to IDEMKIT_ON_CACHE_HIT_FAIL_FAST (2)",
-                        p.on_cache_hit
-                    )))
-                })?;
-                let key_arguments = str_array(
-                    p.key_arguments,
-                    p.key_argument_count,
-                    "policy.key_arguments",
-                )?;
-                Policy::new(strategy.strategy())
-                    .with_on_cache_hit(on_cache_hit)
-                    .with_cache_failures(p.cache_failures)
-                    .with_ttl(Duration::from_secs(p.ttl_seconds))
-                    .with_lease(Duration::from_secs(p.lease_seconds))
-                    .with_key_arguments(key_arguments)
-            }
-        };
-        let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
-        let tool = Tool::with_timeout(name, policy, timeout)?;
-        *out = Box::into_raw(Box::new(IdemkitTool { tool }));
-        Ok(())
-    })
-}
-
-/// Frees a tool. NULL is accepted and ignored. Calls begun with it do not need it any more.
-///
-/// # Safety
-/// `tool` is NULL or a tool from `idemkit_tool_new` that was not freed yet.
-#[no_mangle]
-pub unsafe extern "C" fn idemkit_tool_free(tool: *mut IdemkitTool) {
-    guard_void(|| {
-        if !tool.is_null() {
-            drop(Box::from_raw(tool));
-        }
-    })
+    /// The claim was released (a failure without `cache_failures`, or `idemkit_release_unrun`):
+    /// the next call runs.
+    Released = 3,
 }
 
 /// Starts a call of `tool` on `store` (SPEC §3): derives the key, claims it, and answers in
@@ -530,17 +143,29 @@ pub unsafe extern "C" fn idemkit_begin(
             tenant: optional_str(tenant, "tenant")?.map(str::to_owned),
             run: optional_str(run, "run")?.map(str::to_owned),
         };
-        let input = match tool.policy().strategy {
-            KeyStrategy::HashInput => KeyInput::Json(required_str(input, "input")?),
-            KeyStrategy::Explicit => match optional_str(input, "input")? {
-                Some(key) => KeyInput::Explicit(key),
-                None => return Err(null_explicit_key(tool.name())),
-            },
-            // UUID and NONE derive no key from the input.
-            KeyStrategy::Uuid | KeyStrategy::None => KeyInput::Json("null"),
+        // One argument: the executor picks, by the tool's strategy, whether it is the input or
+        // the supplied key.
+        let input = optional_str(input, "input")?;
+        let raw = RawInput {
+            json: input,
+            supplied_key: input.map(SuppliedKey::Text),
         };
         let executor = &store.executor()?;
-        let mut attempt = executor.prepare(tool, &context, input)?;
+        let mut attempt =
+            executor
+                .prepare_raw(tool, &context, raw)
+                .map_err(|error| match (error, input) {
+                    // A NULL argument is named as such.
+                    (
+                        Error::InvalidKey {
+                            source: KeyError::BlankExplicitKey,
+                            ..
+                        },
+                        None,
+                    ) => null_explicit_key(tool.name()),
+                    (Error::Configuration(_), None) => Fault::null("input"),
+                    (error, _) => Fault::from(error),
+                })?;
         let key = attempt.key_text().unwrap_or_default();
         copy_out(
             &key,
@@ -664,27 +289,45 @@ unsafe fn open_call<'a>(call: *mut IdemkitCall) -> Result<&'a mut IdemkitCall, F
     Ok(call)
 }
 
-/// What a recording means for the caller: a failed recording is kept as the last error.
+/// Reports what the body did to the executor and translates its answer: the recording goes to
+/// `out` (a failed one is kept as the last error), and the timeout error of a body that ran
+/// past the deadline becomes the status.
 ///
 /// # Safety
 /// `out` is NULL or writable.
-unsafe fn report(recording: Recording, out: *mut IdemkitRecording) -> Result<(), Fault> {
-    let answer = match recording {
+unsafe fn report(
+    call: &mut IdemkitCall,
+    body: BodyReport<'_>,
+    out: *mut IdemkitRecording,
+) -> Result<(), Fault> {
+    call.finished = true;
+    let reported = runtime::block_on(call.executor.report(&mut call.attempt, body));
+    let recording = match reported.recording {
         Recording::Recorded => IdemkitRecording::Recorded,
-        Recording::Unprotected => IdemkitRecording::Unprotected,
+        Recording::Released => IdemkitRecording::Released,
+        // A C body is never cancelled by the library: a call freed unreported stays in progress.
+        Recording::Unprotected | Recording::LeftInProgress => IdemkitRecording::Unprotected,
         Recording::Failed(detail) => {
             super::boundary::set_last_error(IdemkitStatus::StoreUnavailable, &detail);
             IdemkitRecording::Failed
         }
     };
     if let Some(out) = out.as_mut() {
-        *out = answer;
+        *out = recording;
     }
-    Ok(())
+    match reported.answer {
+        Answer::Body => Ok(()),
+        Answer::Error(error) => Err(error.into()),
+    }
 }
 
 /// Reports a body that succeeded with `result_json` (one JSON value, UTF-8): the result is
 /// recorded so that repeats get it. `out_recording` (may be NULL) says what became of it.
+///
+/// **Deadline.** A body reported after the tool's `timeout_ms` has passed answers
+/// `IDEMKIT_STATUS_TIMEOUT`, and so do `idemkit_fail` (SPEC v1.1 rule 3): its outcome is still
+/// recorded (or released) as usual and `*out_recording` says so, so a repeat replays it; the
+/// message says what became of it. Hand your caller the timeout, not the result.
 ///
 /// The status is OK even when the result could not be recorded: the body's result stands, the
 /// reason is the thread's last error and `*out_recording` is `IDEMKIT_RECORDING_FAILED`. A
@@ -716,17 +359,15 @@ pub unsafe extern "C" fn idemkit_complete(
                 call.attempt.tool().name()
             )));
         }
-        call.finished = true;
-        let recording = runtime::block_on(call.executor.succeed(&mut call.attempt, json));
-        report(recording, out_recording)
+        report(call, BodyReport::Succeeded(json), out_recording)
     })
 }
 
 /// Reports a body that failed with an error of type `error_type` and `message` (UTF-8). With
 /// the policy's `cache_failures` the failure is recorded (repeats get it as a cached failure);
-/// otherwise the claim is released so that a retry runs again. `out_recording` (may be NULL)
-/// says what became of it; the status is OK even when the store could not be told (see
-/// `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
+/// otherwise the claim is released so that a retry runs again (`IDEMKIT_RECORDING_RELEASED`).
+/// `out_recording` (may be NULL) says what became of it; the status is OK even when the store
+/// could not be told, and `IDEMKIT_STATUS_TIMEOUT` past the deadline (see `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
 ///
 /// # Safety
 /// `call` is NULL or a live call handle not used by another thread; `error_type` and `message`
@@ -744,9 +385,7 @@ pub unsafe extern "C" fn idemkit_fail(
             required_str(error_type, "error_type")?,
             required_str(message, "message")?,
         );
-        call.finished = true;
-        let recording = runtime::block_on(call.executor.fail(&mut call.attempt, &failure));
-        report(recording, out_recording)
+        report(call, BodyReport::Failed(&failure), out_recording)
     })
 }
 
@@ -760,14 +399,13 @@ pub unsafe extern "C" fn idemkit_fail(
 pub unsafe extern "C" fn idemkit_release_unrun(call: *mut IdemkitCall) -> IdemkitStatus {
     guard(|| {
         let call = open_call(call)?;
-        call.finished = true;
-        runtime::block_on(call.executor.abandon_unrun(&mut call.attempt));
-        Ok(())
+        report(call, BodyReport::NeverRan, std::ptr::null_mut())
     })
 }
 
 /// Frees a call handle. NULL is accepted and ignored. A call freed after `EXECUTE` without
-/// `idemkit_complete`, `idemkit_fail` or `idemkit_release_unrun` keeps its claim in progress:
+/// `idemkit_complete`, `idemkit_fail` or `idemkit_release_unrun` is a cancelled body (SPEC v1.1
+/// rule 3) and keeps its claim in progress:
 /// the outcome is unknown, so when the lease ends the key answers `IDEMKIT_STATUS_INDETERMINATE`
 /// until an operator resolves it or it expires. In a child made by `fork()`, freeing a call the
 /// parent began frees only the child's copy of the handle; the claim stays the parent's.

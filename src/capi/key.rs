@@ -3,7 +3,8 @@
 use std::ffi::c_char;
 
 use super::boundary::{copy_out, guard, optional_str, required_str, str_array, Fault};
-use super::call::{null_explicit_key, IdemkitStrategy};
+use super::call::null_explicit_key;
+use super::tool::IdemkitStrategy;
 use super::IdemkitStatus;
 use crate::key::{canonical_material, derive_key, KeyInput, KeyScope};
 

@@ -13,6 +13,8 @@
 mod boundary;
 mod call;
 mod key;
+mod store;
+mod tool;
 
 pub use boundary::{
     idemkit_last_error_kind, idemkit_last_error_message, idemkit_status_name, idemkit_string_free,
@@ -20,12 +22,15 @@ pub use boundary::{
 };
 pub use call::{
     idemkit_begin, idemkit_begin_result_clear, idemkit_call_free, idemkit_call_key,
-    idemkit_complete, idemkit_fail, idemkit_policy_default, idemkit_release_unrun,
-    idemkit_store_free, idemkit_store_open, idemkit_tool_free, idemkit_tool_new, IdemkitAnswer,
-    IdemkitBeginResult, IdemkitCall, IdemkitOnCacheHit, IdemkitPolicy, IdemkitRecording,
-    IdemkitStore, IdemkitStoreOptions, IdemkitStrategy, IdemkitTool,
+    idemkit_complete, idemkit_fail, idemkit_release_unrun, IdemkitAnswer, IdemkitBeginResult,
+    IdemkitCall, IdemkitRecording,
 };
 pub use key::{idemkit_derive_key, IdemkitKeyRequest};
+pub use store::{idemkit_store_free, idemkit_store_open, IdemkitStore, IdemkitStoreOptions};
+pub use tool::{
+    idemkit_policy_default, idemkit_tool_free, idemkit_tool_new, IdemkitOnCacheHit, IdemkitPolicy,
+    IdemkitStrategy, IdemkitTool,
+};
 
 /// The size of a buffer that holds any key text the library writes: 64 hex characters (or a
 /// 36-character UUID) and the terminating NUL.

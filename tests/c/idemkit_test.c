@@ -443,6 +443,49 @@ static void a_repeat_gets_the_cached_success_with_the_same_json(void) {
     idemkit_store_free(store);
 }
 
+/* SPEC §8.3: a body still running at the deadline gets the timeout. Reported late, its outcome
+ * is recorded as usual and a repeat replays it; freed unreported (cancelled), its claim stays in
+ * progress and is indeterminate once the lease ends. */
+static void a_body_overrunning_its_deadline_gets_timeout_then_late_complete_or_abandoned(void) {
+    idemkit_store *store = memory_store();
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    policy.lease_seconds = 1;
+    idemkit_tool *tool = make_tool("slow_mail", &policy, 100);
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+
+    EXPECT_STATUS(begin(store, tool, "{\"to\":\"late\"}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "answer %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    sleep_ms(150);
+    idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+    EXPECT_STATUS(idemkit_complete(call, "\"sent late\"", &recording), IDEMKIT_STATUS_TIMEOUT);
+    EXPECT(recording == IDEMKIT_RECORDING_RECORDED, "late complete: %d", (int)recording);
+    EXPECT(strstr(last_message(), "outcome was recorded") != NULL, "message: %s", last_message());
+    idemkit_call_free(call);
+    call = NULL;
+    EXPECT_STATUS(begin(store, tool, "{\"to\":\"late\"}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS, "replayed: %d", (int)r.answer);
+    EXPECT(r.result_json && strcmp(r.result_json, "\"sent late\"") == 0, "result %s", r.result_json);
+    EXPECT(call == NULL, "no call for a replay");
+    idemkit_begin_result_clear(&r);
+
+    EXPECT_STATUS(begin(store, tool, "{\"to\":\"cut\"}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "answer %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    sleep_ms(150);
+    idemkit_call_free(call); /* cancelled: nobody knows whether it acted */
+    call = NULL;
+    EXPECT_STATUS(begin(store, tool, "{\"to\":\"cut\"}", &call, &r), IDEMKIT_STATUS_IN_PROGRESS);
+    idemkit_begin_result_clear(&r);
+    sleep_ms(1100); /* past the 1 s lease */
+    EXPECT_STATUS(begin(store, tool, "{\"to\":\"cut\"}", &call, &r), IDEMKIT_STATUS_INDETERMINATE);
+    EXPECT(call == NULL, "nothing to run");
+    idemkit_begin_result_clear(&r);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
 static void a_failure_without_cache_failures_runs_again(void) {
     idemkit_store *store = memory_store();
     idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
@@ -452,7 +495,7 @@ static void a_failure_without_cache_failures_runs_again(void) {
     EXPECT_STATUS(begin(store, tool, "{\"to\":\"bo\"}", &call, &r), IDEMKIT_STATUS_OK);
     idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
     EXPECT_STATUS(idemkit_fail(call, "MailError", "mailbox full", &recording), IDEMKIT_STATUS_OK);
-    EXPECT(recording == IDEMKIT_RECORDING_RECORDED, "released: %d", (int)recording);
+    EXPECT(recording == IDEMKIT_RECORDING_RELEASED, "released: %d", (int)recording);
     idemkit_call_free(call);
     idemkit_begin_result_clear(&r);
     run_once(store, tool, "{\"to\":\"bo\"}", "\"sent\"");
@@ -1226,6 +1269,8 @@ int main(int argc, char **argv) {
     run("derive_key refuses NULL and invalid UTF-8", derive_key_refuses_null_and_invalid_utf8);
     run("a repeat gets the cached success with the same JSON", a_repeat_gets_the_cached_success_with_the_same_json);
     run("a failure without cache_failures runs again", a_failure_without_cache_failures_runs_again);
+    run("a body overrunning its deadline gets timeout, then a late complete or an abandoned claim",
+        a_body_overrunning_its_deadline_gets_timeout_then_late_complete_or_abandoned);
     run("a failure with cache_failures is answered as a cached failure",
         a_failure_with_cache_failures_is_answered_as_a_cached_failure);
     run("RETURN_CACHED_IF_SUCCESS runs a remembered failure again",

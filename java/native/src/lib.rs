@@ -187,45 +187,28 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_advance<'l>(
 }
 
 #[no_mangle]
-pub extern "system" fn Java_dev_idemkit_NativeBridge_succeed<'l>(
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_report<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
     attempt: jlong,
+    body: jint,
     result: JByteArray<'l>,
     length: jint,
-) -> JString<'l> {
-    entry(&mut env, |env| ops::succeed(env, attempt, &result, length))
-}
-
-#[no_mangle]
-pub extern "system" fn Java_dev_idemkit_NativeBridge_fail<'l>(
-    mut env: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    attempt: jlong,
     error_type: JString<'l>,
     message: JString<'l>,
 ) -> JString<'l> {
     entry(&mut env, |env| {
-        ops::fail(env, attempt, &error_type, &message)
+        ops::report(env, attempt, body, &result, length, &error_type, &message)
     })
 }
 
 #[no_mangle]
-pub extern "system" fn Java_dev_idemkit_NativeBridge_abandonUnrun<'l>(
+pub extern "system" fn Java_dev_idemkit_NativeBridge_policyDefaults<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
-    attempt: jlong,
-) {
-    entry(&mut env, |_| ops::abandon_unrun(attempt))
-}
-
-#[no_mangle]
-pub extern "system" fn Java_dev_idemkit_NativeBridge_overran<'l>(
-    mut env: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    attempt: jlong,
-) -> jboolean {
-    entry(&mut env, |_| ops::overran(attempt))
+) -> JLongArray<'l> {
+    entry(&mut env, ops::policy_defaults)
 }
 
 #[no_mangle]
@@ -322,13 +305,10 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_begin<'l>(
     context: jlong,
     input: JByteArray<'l>,
     length: jint,
-    explicit: jboolean,
     budget_ms: jint,
 ) -> JByteArray<'l> {
     entry(&mut env, |env| {
-        ops::begin(
-            env, store, tool, context, &input, length, explicit, budget_ms,
-        )
+        ops::begin(env, store, tool, context, &input, length, budget_ms)
     })
 }
 
@@ -341,9 +321,8 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_deriveKey<'l>(
     context: jlong,
     input: JByteArray<'l>,
     length: jint,
-    explicit: jboolean,
 ) -> JString<'l> {
     entry(&mut env, |env| {
-        ops::derive_key(env, tool, context, &input, length, explicit)
+        ops::derive_key(env, tool, context, &input, length)
     })
 }

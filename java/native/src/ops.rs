@@ -1,5 +1,6 @@
 //! What each export does, in plain Rust over `Env`: open stores, build tools, and step calls
-//! through the executor's two-step protocol (`prepare` → `advance` → `succeed`/`fail`).
+//! through the executor's two-step protocol (`prepare_raw` → `advance` → `report`). The executor
+//! decides what every answer means; this file only translates between Java and the core.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -9,8 +10,8 @@ use std::time::Duration;
 use idemkit::key::KeyError;
 use idemkit::store::StoreOptions;
 use idemkit::{
-    CallContext, CanonicalValue, Error, Executor, Failure as BodyFailure, KeyInput, KeyStrategy,
-    Policy, Recording, RetryBehavior, Step, Tool,
+    Answer, BodyReport, CallContext, Error, Executor, Failure as BodyFailure, KeyInput,
+    KeyStrategy, Policy, RawInput, Recording, RetryBehavior, Step, SuppliedKey, Tool,
 };
 use jni::objects::ReleaseMode;
 use jni::objects::{JByteArray, JLongArray, JObjectArray, JString};
@@ -295,30 +296,6 @@ fn budget(ms: jint) -> Duration {
     Duration::from_millis(ms.max(1) as u64).min(MAX_BUDGET)
 }
 
-/// An explicit key crosses as a JSON string literal (non-ASCII escaped), so that a lone
-/// surrogate reaches the key module's parser and is refused there.
-fn explicit_key(tool: &Tool, literal: &str) -> Result<String> {
-    let invalid = |source: KeyError| Error::InvalidKey {
-        tool: tool.name().to_owned(),
-        source,
-    };
-    match CanonicalValue::parse(literal) {
-        Ok(CanonicalValue::String(key)) => Ok(key),
-        Ok(_) => Err(Failure::IllegalArgument(
-            "an explicit key must cross as a JSON string".into(),
-        )),
-        Err(KeyError::LoneSurrogate { offset, code, .. }) => {
-            Err(invalid(KeyError::LoneSurrogate {
-                path: "explicit key".into(),
-                offset,
-                code,
-            })
-            .into())
-        }
-        Err(other) => Err(invalid(other).into()),
-    }
-}
-
 /// Derives the key and claims it, waiting at most the budget: tenant and run come as a context
 /// handle (converted once per dispatcher view) and the input is read in place (a critical region
 /// held only while the key is derived, with no JNI call). One crossing answers a cache hit.
@@ -330,14 +307,13 @@ pub(crate) fn begin<'l>(
     context: jlong,
     input: &JByteArray<'_>,
     length: jint,
-    explicit: bool,
     budget_ms: jint,
 ) -> Result<JByteArray<'l>> {
     let store = handles::store(store)?;
     let tool = handles::tool(tool)?;
     let context = handles::context(context)?;
     let attempt = with_input(env, input, length, |input| {
-        prepare(&store.executor, tool, context, input, explicit)
+        prepare(&store.executor, tool, context, input)
     })?;
     step(env, store.executor.clone(), attempt, budget_ms)
 }
@@ -349,14 +325,13 @@ pub(crate) fn derive_key<'l>(
     context: jlong,
     input: &JByteArray<'_>,
     length: jint,
-    explicit: bool,
 ) -> Result<JString<'l>> {
     static KEYS: std::sync::OnceLock<Executor> = std::sync::OnceLock::new();
     let tool = handles::tool(tool)?;
     let context = handles::context(context)?;
     let executor = KEYS.get_or_init(|| Executor::new(Arc::new(idemkit::MemoryStore::new())));
     let attempt = with_input(env, input, length, |input| {
-        prepare(executor, tool, context, input, explicit)
+        prepare(executor, tool, context, input)
     })?;
     Ok(match attempt.key_text() {
         Some(key) => JString::from_str(env, key)?,
@@ -399,25 +374,21 @@ fn with_input<T>(
     f(Some(bytes))
 }
 
-/// Derives the key (`Executor::prepare`); an explicit key crosses as a JSON string literal.
+/// Derives the key (`Executor::prepare_raw`, which picks by the tool's strategy what it keys
+/// on). Java hands over one text: the JSON input, or the supplied key as a JSON string literal
+/// (non-ASCII escaped, so that a lone surrogate reaches the key module and is refused there).
 fn prepare(
     executor: &Executor,
     tool: &Tool,
     context: &CallContext,
     input: Option<&[u8]>,
-    explicit: bool,
 ) -> Result<idemkit::Attempt> {
-    let explicit_key = match (input, explicit) {
-        (Some(input), true) => Some(explicit_key(tool, text(input)?)?),
-        _ => None,
+    let input = input.map(text).transpose()?;
+    let raw = RawInput {
+        json: input,
+        supplied_key: input.map(SuppliedKey::JsonLiteral),
     };
-    let key_input = match (input, &explicit_key) {
-        (_, Some(key)) => KeyInput::Explicit(key),
-        (Some(input), None) => KeyInput::Json(text(input)?),
-        // UUID and NONE read no input.
-        (None, None) => KeyInput::Json("null"),
-    };
-    Ok(executor.prepare(tool, context, key_input)?)
+    Ok(executor.prepare_raw(tool, context, raw)?)
 }
 
 /// Claims (waiting at most the budget) and answers the step; keeps the attempt unless replayed.
@@ -471,58 +442,74 @@ pub(crate) fn advance<'l>(
     answer(env, &step, attempt, &key)
 }
 
-fn recording<'l>(env: &mut Env<'l>, recording: Recording) -> Result<JString<'l>> {
-    Ok(match recording {
-        Recording::Recorded | Recording::Unprotected => JString::default(),
-        Recording::Failed(detail) => JString::from_str(env, detail)?,
-    })
-}
+/// What the body did, as `NativeBridge.BODY_*` codes (mirrored in `NativeBridge.java`).
+const BODY_SUCCEEDED: jint = 0;
+const BODY_FAILED: jint = 1;
+const BODY_UNENCODABLE: jint = 2;
+const BODY_NEVER_RAN: jint = 3;
+const BODY_CANCELLED: jint = 4;
 
-pub(crate) fn succeed<'l>(
+/// Reports what the body did (`Executor::report`) and translates the executor's answer: the
+/// timeout error is thrown (it says what became of the outcome); otherwise the answer is null,
+/// or the detail of an outcome not settled yet (for a log line), and the caller gets the body's
+/// own answer. `result` is read for a success, `error_type` and `message` for a failure.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn report<'l>(
     env: &mut Env<'l>,
     attempt: jlong,
+    body: jint,
     result: &JByteArray<'_>,
     length: jint,
-) -> Result<JString<'l>> {
-    let handle = handles::attempt(attempt)?;
-    let result = bytes(env, result, length)?;
-    let result = text(&result)?;
-    let done = {
-        let mut guard = locked(handle);
-        drive(handle.executor.succeed(&mut guard, result))
-    };
-    recording(env, done)
-}
-
-pub(crate) fn fail<'l>(
-    env: &mut Env<'l>,
-    attempt: jlong,
     error_type: &JString<'_>,
     message: &JString<'_>,
 ) -> Result<JString<'l>> {
     let handle = handles::attempt(attempt)?;
-    let failure = BodyFailure::new(
-        string(env, error_type)?.unwrap_or_default(),
-        string(env, message)?.unwrap_or_default(),
-    );
-    let done = {
-        let mut guard = locked(handle);
-        drive(handle.executor.fail(&mut guard, &failure))
+    let result = match body {
+        BODY_SUCCEEDED => bytes(env, result, length)?,
+        _ => Vec::new(),
     };
-    recording(env, done)
+    let failure = match body {
+        BODY_FAILED | BODY_UNENCODABLE => BodyFailure::new(
+            string(env, error_type)?.unwrap_or_default(),
+            string(env, message)?.unwrap_or_default(),
+        ),
+        _ => BodyFailure::new("", ""),
+    };
+    let report = match body {
+        BODY_SUCCEEDED => BodyReport::Succeeded(text(&result)?),
+        BODY_FAILED => BodyReport::Failed(&failure),
+        BODY_UNENCODABLE => BodyReport::Unencodable(&failure),
+        BODY_NEVER_RAN => BodyReport::NeverRan,
+        BODY_CANCELLED => BodyReport::Cancelled,
+        other => {
+            return Err(Failure::IllegalArgument(format!(
+                "body report code {other} is not one of NativeBridge.BODY_*; a binding bug"
+            )))
+        }
+    };
+    let reported = {
+        let mut guard = locked(handle);
+        drive(handle.executor.report(&mut guard, report))
+    };
+    match reported.answer {
+        Answer::Error(error) => Err(Failure::Idemkit(error)),
+        Answer::Body => Ok(match reported.recording {
+            Recording::Failed(detail) => JString::from_str(env, detail)?,
+            _ => JString::default(),
+        }),
+    }
 }
 
-pub(crate) fn abandon_unrun(attempt: jlong) -> Result<()> {
-    let handle = handles::attempt(attempt)?;
-    let mut guard = locked(handle);
-    idemkit::runtime::block_on(handle.executor.abandon_unrun(&mut guard));
-    Ok(())
-}
-
-pub(crate) fn overran(attempt: jlong) -> Result<bool> {
-    let handle = handles::attempt(attempt)?;
-    let deadline = locked(handle).deadline();
-    Ok(deadline.is_some_and(|d| std::time::Instant::now() >= d))
+/// The core's default TTL and lease, in seconds, for a tool registered without a policy.
+pub(crate) fn policy_defaults<'l>(env: &mut Env<'l>) -> Result<JLongArray<'l>> {
+    let defaults = Policy::default();
+    let values = [
+        defaults.ttl.as_secs() as jlong,
+        defaults.lease.as_secs() as jlong,
+    ];
+    let array = JLongArray::new(env, values.len())?;
+    array.set_region(env, 0, &values)?;
+    Ok(array)
 }
 
 /// Test support: a panic inside a native call.
@@ -579,6 +566,7 @@ pub(crate) fn provoke_kind(code: jint) -> Result<()> {
             tool,
             key,
             timeout_ms: 10,
+            outcome: "its outcome is unknown".into(),
         },
         K::Internal => Error::Internal("provoked".into()),
     };

@@ -122,7 +122,7 @@ public class DispatchBenchmark {
         encoded = JsonInput.ofValue(input, "book");
         context = new NativeContext("acme", null);
         // The dispatcher's call above recorded this key (same scope, tenant and input): a replay.
-        byte[] answer = NativeBridge.begin(storeHandle, toolHandle, context.handle, encoded.bytes, encoded.length, false,
+        byte[] answer = NativeBridge.begin(storeHandle, toolHandle, context.handle, encoded.bytes, encoded.length,
                 100);
         if (NativeBridge.step(answer) != NativeBridge.STEP_REPLAY) {
             throw new IllegalStateException("expected a replay");
@@ -186,13 +186,13 @@ public class DispatchBenchmark {
     /** begin: JNI + key derivation (parse, NFC, SHA-256) + memory-store claim + replay bytes back. */
     @Benchmark
     public Object part_native_begin_hit() {
-        return NativeBridge.begin(storeHandle, toolHandle, context.handle, encoded.bytes, encoded.length, false, 100);
+        return NativeBridge.begin(storeHandle, toolHandle, context.handle, encoded.bytes, encoded.length, 100);
     }
 
     /** The core's key derivation alone (JNI + parse, NFC, SHA-256; no store). */
     @Benchmark
     public Object part_native_derive_key() {
-        return NativeBridge.deriveKey(toolHandle, context.handle, encoded.bytes, encoded.length, false);
+        return NativeBridge.deriveKey(toolHandle, context.handle, encoded.bytes, encoded.length);
     }
 
     /** The remembered result's JSON → the declared type (Jackson). */

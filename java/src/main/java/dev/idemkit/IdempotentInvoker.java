@@ -5,9 +5,10 @@ import java.lang.reflect.UndeclaredThrowableException;
 
 /**
  * Runs one call through the core's protocol: {@code begin} (derive the key, claim it, wait in
- * short native steps), then the body on the calling thread, then {@code succeed}/{@code fail}. The
- * core decides what every answer means; this class only runs the body when told to. Shared by the
- * tool dispatcher and the web-service executor.
+ * short native steps), then the body on the calling thread, then {@code report} of what the body
+ * did. The core decides what every answer means (what is recorded or released, and whether the
+ * caller gets the body's answer or the timeout); this class only runs the body when told to and
+ * translates. Shared by the tool dispatcher and the web-service executor.
  */
 final class IdempotentInvoker {
     private static final System.Logger LOG = System.getLogger("dev.idemkit");
@@ -22,7 +23,7 @@ final class IdempotentInvoker {
         Object run(IdempotencyContext context) throws Throwable;
     }
 
-    /** Thrown by a body that refused to start (e.g. its arguments do not bind): the claim is released. */
+    /** Thrown by a body that refused to start (e.g. its arguments do not bind): reported as never run. */
     static final class NotRun extends RuntimeException {
         private static final long serialVersionUID = 1L;
         final RuntimeException reason;
@@ -34,9 +35,10 @@ final class IdempotentInvoker {
     }
 
     /**
-     * Thrown by a body whose effect may or may not have happened (a web-service exchange cut at the
-     * deadline): nothing is recorded or released, so the claim stays in progress until its lease
-     * ends and then reads as abandoned (SPEC §3). {@code reason} is what the caller gets.
+     * Thrown by a body cut short while its effect may or may not have happened (a web-service
+     * exchange aborted at the deadline): reported as cancelled, which the core leaves in progress
+     * until the lease ends (SPEC v1.1 rule 3). {@code reason} is what the caller gets: the face's
+     * own account of the timeout.
      */
     static final class OutcomeUnknown extends RuntimeException {
         private static final long serialVersionUID = 1L;
@@ -92,11 +94,9 @@ final class IdempotentInvoker {
         byte[] answer;
         byte[] bytes = input == null ? null : input.bytes;
         int length = input == null ? 0 : input.length;
-        boolean explicit = tool.strategy == KeyStrategy.EXPLICIT;
         long storeHandle = store.handle.acquire();
         try {
-            answer = NativeBridge.begin(storeHandle, tool.handle, nativeContext.handle, bytes, length, explicit,
-                    STEP_BUDGET_MS);
+            answer = NativeBridge.begin(storeHandle, tool.handle, nativeContext.handle, bytes, length, STEP_BUDGET_MS);
         } finally {
             store.handle.release();
             Reference.reachabilityFence(store);
@@ -107,7 +107,7 @@ final class IdempotentInvoker {
             return decode(tool, codec, answer);
         }
         long attempt = NativeBridge.attempt(answer);
-        boolean settled = false;
+        boolean reported = false;
         try {
             while (NativeBridge.step(answer) == NativeBridge.STEP_PENDING) {
                 if (Thread.interrupted()) {
@@ -117,7 +117,7 @@ final class IdempotentInvoker {
                 }
                 answer = NativeBridge.advance(attempt, STEP_BUDGET_MS);
                 if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
-                    settled = true;
+                    reported = true;
                     return decode(tool, codec, answer);
                 }
             }
@@ -129,23 +129,32 @@ final class IdempotentInvoker {
             try {
                 result = body.run(context);
             } catch (NotRun refused) {
+                reported = true;
+                report(tool, attempt, NativeBridge.BODY_NEVER_RAN, null, null, null);
                 throw refused.reason;
             } catch (OutcomeUnknown unknown) {
-                // Neither recorded nor released: the claim stays in progress, then reads as abandoned.
-                settled = true;
+                reported = true;
+                try {
+                    report(tool, attempt, NativeBridge.BODY_CANCELLED, null, null, null);
+                } catch (IdempotencyTimeoutException timeout) {
+                    // The core's timeout; the caller gets the face's own account of it (what was
+                    // sent, what is unknown), which the reason is.
+                }
                 throw unknown.reason;
             } catch (Throwable thrown) {
-                settled = true;
-                String detail = NativeBridge.fail(attempt, thrown.getClass().getName(), String.valueOf(thrown.getMessage()));
-                if (detail != null) {
-                    LOG.log(System.Logger.Level.WARNING, "idemkit: `{0}` failed and its claim could not be settled: {1}",
-                            tool.name, detail);
+                reported = true;
+                try {
+                    report(tool, attempt, NativeBridge.BODY_FAILED, null, thrown.getClass().getName(),
+                            String.valueOf(thrown.getMessage()));
+                } catch (IdempotencyTimeoutException timeout) {
+                    timeout.initCause(thrown);
+                    throw timeout;
                 }
                 throw rethrow(thrown);
             } finally {
                 context.exit();
             }
-            settled = true;
+            reported = true;
             byte[] json;
             try {
                 json = codec.encode(result);
@@ -155,28 +164,36 @@ final class IdempotentInvoker {
                 UnencodableResultException failure = new UnencodableResultException("`" + tool.name + "` returned a "
                         + type + " that could not be written as JSON, so it was not recorded and the call counts as"
                         + " failed: " + unencodable.getMessage(), tool.name, key, type, unencodable);
-                String detail = NativeBridge.fail(attempt, failure.getClass().getName(), failure.getMessage());
-                if (detail != null) {
-                    LOG.log(System.Logger.Level.WARNING, "idemkit: `{0}` failed and its claim could not be settled: {1}",
-                            tool.name, detail);
+                try {
+                    report(tool, attempt, NativeBridge.BODY_UNENCODABLE, null, failure.getClass().getName(),
+                            failure.getMessage());
+                } catch (IdempotencyTimeoutException timeout) {
+                    timeout.initCause(failure);
+                    throw timeout;
                 }
                 throw failure;
             }
-            String detail = NativeBridge.succeed(attempt, json, json.length);
-            if (detail != null) {
-                LOG.log(System.Logger.Level.WARNING, "idemkit: `{0}` succeeded under key {1} but {2}", tool.name, key, detail);
-            }
-            if (tool.hasTimeout && NativeBridge.overran(attempt)) {
-                throw new IdempotencyTimeoutException("`" + tool.name + "` ran past its deadline (timeoutMs) under key "
-                        + key + "; its outcome was recorded, so a retry gets the remembered result without running it"
-                        + " again", tool.name, key);
-            }
+            report(tool, attempt, NativeBridge.BODY_SUCCEEDED, json, null, null);
             return result;
         } finally {
-            if (!settled) {
-                NativeBridge.abandonUnrun(attempt);
+            if (!reported) {
+                // Given up before the body ran (e.g. interrupted while waiting): nothing ran.
+                NativeBridge.report(attempt, NativeBridge.BODY_NEVER_RAN, null, 0, null, null);
             }
             NativeBridge.attemptDestroy(attempt);
+        }
+    }
+
+    /**
+     * Reports what the body did; the core settles the claim, logs nothing, and throws the timeout
+     * when the body was running at the deadline. A detail answered is an outcome not settled yet.
+     */
+    private static void report(NativeTool tool, long attempt, int body, byte[] json, String errorType,
+            String message) {
+        String detail = NativeBridge.report(attempt, body, json, json == null ? 0 : json.length, errorType, message);
+        if (detail != null) {
+            LOG.log(System.Logger.Level.WARNING, "idemkit: the outcome of `{0}` is not settled yet: {1}", tool.name,
+                    detail);
         }
     }
 

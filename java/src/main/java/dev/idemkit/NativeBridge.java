@@ -29,6 +29,12 @@ final class NativeBridge {
         NativeLibrary.load();
     }
 
+    private static final long[] POLICY_DEFAULTS = policyDefaults();
+    /** The core's default {@code ttlSeconds} (SPEC §1), for a tool or action without a policy. */
+    static final long DEFAULT_TTL_SECONDS = POLICY_DEFAULTS[0];
+    /** The core's default {@code leaseSeconds} (SPEC §1), for a tool or action without a policy. */
+    static final long DEFAULT_LEASE_SECONDS = POLICY_DEFAULTS[1];
+
     private NativeBridge() {
     }
 
@@ -82,11 +88,10 @@ final class NativeBridge {
      * {@link #contextNew} handle and {@code input} is read in place. Answers the step, the key and,
      * for a replay, the remembered result in one array (see {@link #HEADER}): a cache hit is one
      * crossing. A refusal (an {@link IdempotencyException}) names the key too. {@code input} is
-     * ASCII JSON (the input, or the explicit key as a string literal with {@code explicit}); null
-     * for UUID/NONE.
+     * ASCII JSON: the input, or the supplied key as a JSON string literal; the core picks by the
+     * tool's strategy which one it keys on. Null for UUID/NONE.
      */
-    static native byte[] begin(long store, long tool, long context, byte[] input, int length, boolean explicit,
-            int budgetMs);
+    static native byte[] begin(long store, long tool, long context, byte[] input, int length, int budgetMs);
 
     /** A call context (tenant and run, either may be null), converted once per dispatcher view. */
     static native long contextNew(String tenant, String run);
@@ -97,22 +102,30 @@ final class NativeBridge {
      * The key a call with this input would get (64-hex, a fresh UUID, or null for NONE), touching no
      * store; throws {@link InvalidKeyException} as {@link #begin} would.
      */
-    static native String deriveKey(long tool, long context, byte[] input, int length, boolean explicit);
+    static native String deriveKey(long tool, long context, byte[] input, int length);
 
     /** Keeps waiting after {@link #STEP_PENDING}; same answers as {@link #begin}. */
     static native byte[] advance(long attempt, int budgetMs);
 
-    /** Records the body's result (JSON bytes); answers null, or why it could not be recorded. */
-    static native String succeed(long attempt, byte[] result, int length);
+    /** What the body did, for {@link #report} (mirrored in {@code ops.rs}). */
+    static final int BODY_SUCCEEDED = 0;
+    static final int BODY_FAILED = 1;
+    static final int BODY_UNENCODABLE = 2;
+    static final int BODY_NEVER_RAN = 3;
+    static final int BODY_CANCELLED = 4;
 
-    /** Records or releases after the body threw; answers null, or why that failed. */
-    static native String fail(long attempt, String errorType, String message);
+    /**
+     * Reports what the body did; the core settles the claim and decides what the caller gets. Throws
+     * {@link IdempotencyTimeoutException} when the body was running at the deadline (the message says
+     * what became of its outcome); otherwise the caller gets the body's own answer, and this answers
+     * null, or why the outcome is not settled yet. {@code result} (JSON bytes) is read for
+     * {@link #BODY_SUCCEEDED}, {@code errorType} and {@code message} for {@link #BODY_FAILED} and
+     * {@link #BODY_UNENCODABLE}.
+     */
+    static native String report(long attempt, int body, byte[] result, int length, String errorType, String message);
 
-    /** Releases a claim whose body never ran. */
-    static native void abandonUnrun(long attempt);
-
-    /** Whether the call's deadline ({@code timeoutMs}) has passed. */
-    static native boolean overran(long attempt);
+    /** The core's default {@code ttlSeconds} and {@code leaseSeconds}, for a tool without a policy. */
+    static native long[] policyDefaults();
 
     static native void attemptDestroy(long attempt);
 

@@ -26,7 +26,10 @@ import java.util.Set;
  * after the last call in flight, or by a {@link Cleaner} as a safety net.
  */
 final class Registrar {
-    /** The policy of a tool or action without an {@link Idempotent}: the annotation's defaults, strategy NONE. */
+    /**
+     * The policy of a tool or action without an {@link Idempotent}: strategy NONE and the
+     * annotation's defaults, but the core's TTL and lease (see {@link #nativeTool}).
+     */
     @Idempotent(strategy = KeyStrategy.NONE)
     private static final class Unannotated {
     }
@@ -187,16 +190,18 @@ final class Registrar {
     }
 
     /**
-     * Builds the native tool of a policy (null: the annotation's defaults with strategy NONE); the
-     * core validates it.
+     * Builds the native tool of a policy (null: strategy NONE with the core's default TTL and lease);
+     * the core validates it.
      *
      * @param parameters what keyArguments may name, or null to skip that check
      */
     static IdempotentInvoker.NativeTool nativeTool(String name, Idempotent policy, long timeoutMs,
             String[] parameters) {
         Idempotent p = policy == null ? DEFAULT_POLICY : policy;
-        long handle = NativeBridge.toolNew(name, p.strategy().name(), p.ttlSeconds(), p.onCacheHit().name(),
-                p.cacheFailures(), p.keyArguments(), p.leaseSeconds(), timeoutMs, parameters);
+        long ttl = policy == null ? NativeBridge.DEFAULT_TTL_SECONDS : policy.ttlSeconds();
+        long lease = policy == null ? NativeBridge.DEFAULT_LEASE_SECONDS : policy.leaseSeconds();
+        long handle = NativeBridge.toolNew(name, p.strategy().name(), ttl, p.onCacheHit().name(), p.cacheFailures(),
+                p.keyArguments(), lease, timeoutMs, parameters);
         return new IdempotentInvoker.NativeTool(name, p.strategy(), timeoutMs > 0, handle);
     }
 

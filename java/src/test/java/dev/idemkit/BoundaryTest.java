@@ -69,7 +69,7 @@ class BoundaryTest {
         NativeLibrary.load();
         assertThrows(NullPointerException.class, () -> NativeBridge.advance(0, 1));
         assertThrows(NullPointerException.class, () -> NativeBridge.storeForget(0, null));
-        assertThrows(NullPointerException.class, () -> NativeBridge.begin(0, 0, 0, null, 0, false, 1));
+        assertThrows(NullPointerException.class, () -> NativeBridge.begin(0, 0, 0, null, 0, 1));
         assertDoesNotThrow(() -> NativeBridge.storeDestroy(0));
         assertDoesNotThrow(() -> NativeBridge.toolDestroy(0));
         assertDoesNotThrow(() -> NativeBridge.attemptDestroy(0));
@@ -83,10 +83,10 @@ class BoundaryTest {
             NativeContext context = new NativeContext(null, null);
             JsonInput input = JsonInput.ofText("{\"flight\":\"BA117\"}");
             assertEquals("16aaec1b968f0c9ed7997809bfdba63ad58b7ba07512bef2fc513f1cf96b8f63",
-                    NativeBridge.deriveKey(tool, context.handle, input.bytes, input.length, false));
+                    NativeBridge.deriveKey(tool, context.handle, input.bytes, input.length));
             JsonInput lone = JsonInput.ofText("{\"flight\":\"\uD800\"}");
             assertThrows(InvalidKeyException.class,
-                    () -> NativeBridge.deriveKey(tool, context.handle, lone.bytes, lone.length, false));
+                    () -> NativeBridge.deriveKey(tool, context.handle, lone.bytes, lone.length));
             java.lang.ref.Reference.reachabilityFence(context);
         } finally {
             NativeBridge.toolDestroy(tool);

@@ -181,6 +181,14 @@ class DispatcherTest {
             return "slept " + sleepMs;
         }
 
+        @Tool(name = "late_failure", timeoutMs = 200)
+        @Idempotent(leaseSeconds = 10)
+        public String lateFailure(long sleepMs, IdempotencyContext context) throws InterruptedException {
+            ran("late_failure", context);
+            Thread.sleep(sleepMs);
+            throw new IllegalStateException("failed after " + sleepMs + " ms");
+        }
+
         @Tool(name = "nothing")
         @Idempotent
         public void nothing(String x, IdempotencyContext context) {
@@ -475,6 +483,31 @@ class DispatcherTest {
         assertEquals("slept 1000", d.call("deadline", Map.of("sleepMs", 1000)));
         assertEquals(1, t.runs("deadline"));
         pool.shutdown();
+    }
+
+    /** SPEC v1.1 rule 3, as for every face: a body past its deadline gets the timeout; its late outcome settles as usual. */
+    @Test
+    void a_tool_body_overrunning_its_deadline_gets_the_timeout_and_its_late_outcome_settles() {
+        Tools t = new Tools();
+        ToolDispatcher d = dispatcher(t);
+        // Finished late: recorded, and a repeat replays it without running.
+        IdempotencyTimeoutException late = assertThrows(IdempotencyTimeoutException.class,
+                () -> d.call("deadline", Map.of("sleepMs", 400)));
+        assertEquals(ErrorKind.TIMEOUT, late.kind());
+        assertTrue(late.getMessage().contains("outcome was recorded"), late.getMessage());
+        assertEquals("slept 400", d.call("deadline", Map.of("sleepMs", 400)));
+        assertEquals(1, t.runs("deadline"));
+        // Failed late: the caller gets the timeout with the body's error as its cause, the claim is
+        // released, and a repeat runs again.
+        IdempotencyTimeoutException failed = assertThrows(IdempotencyTimeoutException.class,
+                () -> d.call("late_failure", Map.of("sleepMs", 300)));
+        assertTrue(failed.getCause() instanceof IllegalStateException, String.valueOf(failed.getCause()));
+        assertTrue(failed.getMessage().contains("released"), failed.getMessage());
+        assertThrows(IdempotencyTimeoutException.class, () -> d.call("late_failure", Map.of("sleepMs", 300)));
+        assertEquals(2, t.runs("late_failure"));
+        // In time, the body's own error.
+        assertThrows(IllegalStateException.class, () -> d.call("late_failure", Map.of("sleepMs", 0)));
+        assertEquals(3, t.runs("late_failure"));
     }
 
     @Test

@@ -1,0 +1,217 @@
+//! Tools for C callers: a name (the scope of its keys), a validated policy and a deadline.
+
+use std::ffi::c_char;
+use std::time::Duration;
+
+use super::boundary::{guard, guard_void, required_str, str_array, Fault};
+use super::IdemkitStatus;
+use crate::error::Error;
+use crate::policy::{KeyStrategy, Policy, RetryBehavior, Tool};
+
+/// How a tool's keys are derived (SPEC §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum IdemkitStrategy {
+    /// The digest of the canonical JSON input (or of its `key_arguments` members).
+    HashInput = 0,
+    /// The digest of a key the caller supplies.
+    Explicit = 1,
+    /// A fresh random UUID per call, for an upstream `Idempotency-Key` header only; nothing is
+    /// deduplicated.
+    Uuid = 2,
+    /// No protection at all.
+    None = 3,
+}
+
+impl IdemkitStrategy {
+    pub(crate) fn from_code(code: i32) -> Option<IdemkitStrategy> {
+        [
+            IdemkitStrategy::HashInput,
+            IdemkitStrategy::Explicit,
+            IdemkitStrategy::Uuid,
+            IdemkitStrategy::None,
+        ]
+        .into_iter()
+        .find(|s| *s as i32 == code)
+    }
+
+    fn strategy(self) -> KeyStrategy {
+        match self {
+            IdemkitStrategy::HashInput => KeyStrategy::HashInput,
+            IdemkitStrategy::Explicit => KeyStrategy::Explicit,
+            IdemkitStrategy::Uuid => KeyStrategy::Uuid,
+            IdemkitStrategy::None => KeyStrategy::None,
+        }
+    }
+
+    fn from_strategy(strategy: KeyStrategy) -> IdemkitStrategy {
+        match strategy {
+            KeyStrategy::HashInput => IdemkitStrategy::HashInput,
+            KeyStrategy::Explicit => IdemkitStrategy::Explicit,
+            KeyStrategy::Uuid => IdemkitStrategy::Uuid,
+            KeyStrategy::None => IdemkitStrategy::None,
+        }
+    }
+}
+
+/// What a repeat of a remembered call gets (SPEC §1, `onCacheHit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum IdemkitOnCacheHit {
+    /// A remembered success is returned; a remembered failure is answered as a cached failure.
+    ReturnCached = 0,
+    /// A remembered success is returned; a remembered failure runs again.
+    ReturnCachedIfSuccess = 1,
+    /// Any repeat fails at once with `IDEMKIT_STATUS_FAIL_FAST`, and an in-progress key is not
+    /// waited for.
+    FailFast = 2,
+}
+
+impl IdemkitOnCacheHit {
+    fn from_code(code: i32) -> Option<RetryBehavior> {
+        [
+            (IdemkitOnCacheHit::ReturnCached, RetryBehavior::ReturnCached),
+            (
+                IdemkitOnCacheHit::ReturnCachedIfSuccess,
+                RetryBehavior::ReturnCachedIfSuccess,
+            ),
+            (IdemkitOnCacheHit::FailFast, RetryBehavior::FailFast),
+        ]
+        .into_iter()
+        .find(|(c, _)| *c as i32 == code)
+        .map(|(_, behavior)| behavior)
+    }
+
+    fn from_behavior(behavior: RetryBehavior) -> IdemkitOnCacheHit {
+        match behavior {
+            RetryBehavior::ReturnCached => IdemkitOnCacheHit::ReturnCached,
+            RetryBehavior::ReturnCachedIfSuccess => IdemkitOnCacheHit::ReturnCachedIfSuccess,
+            RetryBehavior::FailFast => IdemkitOnCacheHit::FailFast,
+        }
+    }
+}
+
+/// An idempotency policy (SPEC §1). Fill it with `idemkit_policy_default` and change what you
+/// need; it is validated by `idemkit_tool_new`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct IdemkitPolicy {
+    /// An `idemkit_strategy` code (default `IDEMKIT_STRATEGY_HASH_INPUT`).
+    pub strategy: i32,
+    /// An `idemkit_on_cache_hit` code (default `IDEMKIT_ON_CACHE_HIT_RETURN_CACHED`).
+    pub on_cache_hit: i32,
+    /// Whether failed calls are remembered too (default false).
+    pub cache_failures: bool,
+    /// How long a record is kept after its outcome, in seconds (default 3600; 0 is refused).
+    pub ttl_seconds: u64,
+    /// How long an in-progress claim holds before its owner is presumed dead, in seconds
+    /// (default 300; 0 is refused).
+    pub lease_seconds: u64,
+    /// For `HASH_INPUT`: the names of the input members that identify the effect (UTF-8,
+    /// copied by `idemkit_tool_new`); NULL with `key_argument_count` 0 for the whole input.
+    pub key_arguments: *const *const c_char,
+    /// How many names `key_arguments` holds.
+    pub key_argument_count: usize,
+}
+
+/// A tool (call site): its name, which is the scope of its keys, its validated policy and its
+/// deadline. Immutable and safe to share between threads; freed with `idemkit_tool_free`.
+#[derive(Debug)]
+pub struct IdemkitTool {
+    pub(super) tool: Tool,
+}
+
+/// Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
+/// TTL 3600 s, lease 300 s, no key arguments.
+///
+/// # Safety
+/// `policy` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_policy_default(policy: *mut IdemkitPolicy) -> IdemkitStatus {
+    guard(|| {
+        let out = policy.as_mut().ok_or_else(|| Fault::null("policy"))?;
+        let defaults = Policy::default();
+        *out = IdemkitPolicy {
+            strategy: IdemkitStrategy::from_strategy(defaults.strategy) as i32,
+            on_cache_hit: IdemkitOnCacheHit::from_behavior(defaults.on_cache_hit) as i32,
+            cache_failures: defaults.cache_failures,
+            ttl_seconds: defaults.ttl.as_secs(),
+            lease_seconds: defaults.lease.as_secs(),
+            key_arguments: std::ptr::null(),
+            key_argument_count: 0,
+        };
+        Ok(())
+    })
+}
+
+/// Makes a tool: `name` is the scope of its keys; `policy` (NULL for the defaults) is validated
+/// here; `timeout_ms` (0 for none) is the deadline of each call's store lookup, waiting and
+/// body (a body reported after it answers `IDEMKIT_STATUS_TIMEOUT`, see `idemkit_complete`),
+/// and must be shorter than the lease.
+///
+/// On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy the
+/// library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
+/// unknown enum code, a timeout not shorter than the lease) answers
+/// `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `policy` is NULL or valid, its `key_arguments`
+/// as documented; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_tool_new(
+    name: *const c_char,
+    policy: *const IdemkitPolicy,
+    timeout_ms: u64,
+    out: *mut *mut IdemkitTool,
+) -> IdemkitStatus {
+    guard(|| {
+        let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
+        *out = std::ptr::null_mut();
+        let name = required_str(name, "name")?;
+        let policy = match policy.as_ref() {
+            None => Policy::default(),
+            Some(p) => {
+                let strategy = IdemkitStrategy::from_code(p.strategy).ok_or_else(|| {
+                    Fault::from(Error::Configuration(format!(
+                        "strategy {} on `{name}` is not an idemkit_strategy; use IDEMKIT_STRATEGY_HASH_INPUT (0) to IDEMKIT_STRATEGY_NONE (3)",
+                        p.strategy
+                    )))
+                })?;
+                let on_cache_hit = IdemkitOnCacheHit::from_code(p.on_cache_hit).ok_or_else(|| {
+                    Fault::from(Error::Configuration(format!(
+                        "on_cache_hit {} on `{name}` is not an idemkit_on_cache_hit; use IDEMKIT_ON_CACHE_HIT_RETURN_CACHED (0) to IDEMKIT_ON_CACHE_HIT_FAIL_FAST (2)",
+                        p.on_cache_hit
+                    )))
+                })?;
+                let key_arguments = str_array(
+                    p.key_arguments,
+                    p.key_argument_count,
+                    "policy.key_arguments",
+                )?;
+                Policy::new(strategy.strategy())
+                    .with_on_cache_hit(on_cache_hit)
+                    .with_cache_failures(p.cache_failures)
+                    .with_ttl(Duration::from_secs(p.ttl_seconds))
+                    .with_lease(Duration::from_secs(p.lease_seconds))
+                    .with_key_arguments(key_arguments)
+            }
+        };
+        let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
+        let tool = Tool::with_timeout(name, policy, timeout)?;
+        *out = Box::into_raw(Box::new(IdemkitTool { tool }));
+        Ok(())
+    })
+}
+
+/// Frees a tool. NULL is accepted and ignored. Calls begun with it do not need it any more.
+///
+/// # Safety
+/// `tool` is NULL or a tool from `idemkit_tool_new` that was not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_tool_free(tool: *mut IdemkitTool) {
+    guard_void(|| {
+        if !tool.is_null() {
+            drop(Box::from_raw(tool));
+        }
+    })
+}
