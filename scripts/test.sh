@@ -87,13 +87,13 @@ fi
 if wants fmt; then
   header "format: the core and the JNI crate (java/native)"
   step fmt cargo fmt --all --check
-  step fmt-native cargo fmt --manifest-path "$native" --check
+  step fmt-native cargo fmt --manifest-path "$native" --all --check
 fi
 
 if wants clippy; then
   header "lints: the core and the JNI crate (java/native), warnings are errors"
   step clippy cargo clippy --all-targets --features "$features" -- -D warnings
-  step clippy-native cargo clippy --manifest-path "$native" --all-targets --all-features -- -D warnings
+  step clippy-native cargo clippy --manifest-path "$native" --workspace --all-targets --all-features -- -D warnings
 fi
 
 if wants rust; then

@@ -13,7 +13,7 @@ use jni::{jni_sig, jni_str, Env, EnvUnowned};
 
 /// Why a native call did not produce its value.
 #[derive(Debug)]
-pub(crate) enum Failure {
+pub enum Failure {
     /// idemkit refused or failed the call; Java gets the exception class of its kind.
     Idemkit(idemkit::Error),
     /// As `Idemkit`, for an error the core raised without a key, about a call that has one.
@@ -49,10 +49,11 @@ impl From<idemkit::Error> for Failure {
     }
 }
 
-pub(crate) type Result<T> = std::result::Result<T, Failure>;
+/// What the body of an export answers.
+pub type Result<T> = std::result::Result<T, Failure>;
 
 /// Runs `body` as the whole of a native method: its value, or a Java exception and a default.
-pub(crate) fn entry<'local, T, F>(env: &mut EnvUnowned<'local>, body: F) -> T
+pub fn entry<'local, T, F>(env: &mut EnvUnowned<'local>, body: F) -> T
 where
     T: Default,
     F: FnOnce(&mut Env<'local>) -> Result<T>,

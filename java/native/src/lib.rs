@@ -2,9 +2,10 @@
 //! [`executor_of`], that hands a Java store to Rust code in the same process.
 //!
 //! Every export is one call through `boundary::entry`, which catches panics and maps
-//! `idemkit::Error` kinds to Java exceptions; the work lives in `ops`. Handles are `jlong`s
-//! from `Arc`/`Box::into_raw` (`handles`). No export blocks for more than about 100 ms: a wait
-//! for another caller's claim answers "pending" and Java loops.
+//! `idemkit::Error` kinds to Java exceptions; the work lives in `ops` (and in `keys` for
+//! `IdempotencyKeys`). Handles are `jlong`s from `Arc`/`Box::into_raw` (`handles`). No export
+//! blocks for more than about 100 ms: a wait for another caller's claim answers "pending" and
+//! Java loops.
 //!
 //! # Sharing a store with Rust code in the same process
 //!
@@ -36,7 +37,16 @@
 
 mod boundary;
 mod handles;
+mod keys;
 mod ops;
+
+/// Not part of the API: what the binding's test library (`java/native/testing`, which re-exports
+/// every entry point of this crate) builds its test-only exports from, so that they cross the
+/// same boundary as the real ones. The production library exports no test-only symbol.
+#[doc(hidden)]
+pub mod __testing {
+    pub use crate::boundary::{entry, Failure, Result};
+}
 
 use jni::objects::{JByteArray, JClass, JLongArray, JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong};
@@ -223,44 +233,6 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_attemptDestroy<'l>(
     })
 }
 
-/// Test support (`dev.idemkit.NativeTestSupport`, in the test sources): a panic at the boundary.
-#[no_mangle]
-pub extern "system" fn Java_dev_idemkit_NativeTestSupport_panic<'l>(
-    mut env: EnvUnowned<'l>,
-    _class: JClass<'l>,
-) {
-    entry(&mut env, |_| ops::provoke_panic())
-}
-
-/// Test support: an `idemkit::Error` of the kind with this code.
-#[no_mangle]
-pub extern "system" fn Java_dev_idemkit_NativeTestSupport_throwKind<'l>(
-    mut env: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    code: jint,
-) {
-    entry(&mut env, |_| ops::provoke_kind(code))
-}
-
-/// Test support: a Rust `Executor::call` on the Java store `store` (through [`executor_of`], as a
-/// Rust application would), whose body returns the JSON `result`. Answers
-/// `{"ran":<body runs>,"result":<the call's result>}`.
-#[no_mangle]
-pub extern "system" fn Java_dev_idemkit_NativeTestSupport_rustCall<'l>(
-    mut env: EnvUnowned<'l>,
-    _class: JClass<'l>,
-    store: jlong,
-    tool: JString<'l>,
-    tenant: JString<'l>,
-    run: JString<'l>,
-    input: JString<'l>,
-    result: JString<'l>,
-) -> JString<'l> {
-    entry(&mut env, |env| {
-        ops::rust_call(env, store, &tool, &tenant, &run, &input, &result)
-    })
-}
-
 #[no_mangle]
 pub extern "system" fn Java_dev_idemkit_NativeBridge_postgresCreateTable<'l>(
     mut env: EnvUnowned<'l>,
@@ -312,17 +284,30 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_begin<'l>(
     })
 }
 
+/// `IdempotencyKeys.derive*`: the core's key derivation over JSON text, touching no store.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "system" fn Java_dev_idemkit_NativeBridge_deriveKey<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,
-    tool: jlong,
-    context: jlong,
+    scope: JByteArray<'l>,
+    tenant: JByteArray<'l>,
+    run: JByteArray<'l>,
+    key_arguments: JByteArray<'l>,
     input: JByteArray<'l>,
     length: jint,
+    explicit: jboolean,
 ) -> JString<'l> {
     entry(&mut env, |env| {
-        ops::derive_key(env, tool, context, &input, length)
+        keys::derive(
+            env,
+            &scope,
+            &tenant,
+            &run,
+            &key_arguments,
+            &input,
+            length,
+            explicit,
+        )
     })
 }

@@ -7,11 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use std::time::Duration;
 
-use idemkit::key::KeyError;
 use idemkit::store::StoreOptions;
 use idemkit::{
-    Answer, BodyReport, CallContext, Error, Executor, Failure as BodyFailure, KeyInput,
-    KeyStrategy, Policy, RawInput, Recording, RetryBehavior, Step, SuppliedKey, Tool,
+    Answer, BodyReport, CallContext, Error, Executor, Failure as BodyFailure, KeyStrategy, Policy,
+    RawInput, Recording, RetryBehavior, Step, SuppliedKey, Tool,
 };
 use jni::objects::ReleaseMode;
 use jni::objects::{JByteArray, JLongArray, JObjectArray, JString};
@@ -318,27 +317,6 @@ pub(crate) fn begin<'l>(
     step(env, store.executor.clone(), attempt, budget_ms)
 }
 
-/// The key a call would get (for a header or a log line), touching no store.
-pub(crate) fn derive_key<'l>(
-    env: &mut Env<'l>,
-    tool: jlong,
-    context: jlong,
-    input: &JByteArray<'_>,
-    length: jint,
-) -> Result<JString<'l>> {
-    static KEYS: std::sync::OnceLock<Executor> = std::sync::OnceLock::new();
-    let tool = handles::tool(tool)?;
-    let context = handles::context(context)?;
-    let executor = KEYS.get_or_init(|| Executor::new(Arc::new(idemkit::MemoryStore::new())));
-    let attempt = with_input(env, input, length, |input| {
-        prepare(executor, tool, context, input)
-    })?;
-    Ok(match attempt.key_text() {
-        Some(key) => JString::from_str(env, key)?,
-        None => JString::default(),
-    })
-}
-
 /// Runs `f` over the input bytes (`None` for a null array): a small input copied onto the stack,
 /// a larger one read in place from the Java array.
 fn with_input<T>(
@@ -510,112 +488,6 @@ pub(crate) fn policy_defaults<'l>(env: &mut Env<'l>) -> Result<JLongArray<'l>> {
     let array = JLongArray::new(env, values.len())?;
     array.set_region(env, 0, &values)?;
     Ok(array)
-}
-
-/// Test support: a panic inside a native call.
-pub(crate) fn provoke_panic() -> Result<()> {
-    panic!("provoked by NativeTestSupport.panic()");
-}
-
-/// Test support: an error of each kind, as the executor would raise it.
-pub(crate) fn provoke_kind(code: jint) -> Result<()> {
-    use idemkit::ErrorKind as K;
-    let tool = "test_tool".to_owned();
-    let key = "0".repeat(64);
-    let kind = K::from_code(code)
-        .ok_or_else(|| Failure::IllegalArgument(format!("no error kind has code {code}")))?;
-    let error = match kind {
-        K::InvalidKey => Error::InvalidKey {
-            tool,
-            source: KeyError::BlankExplicitKey,
-        },
-        K::Configuration => {
-            Error::Configuration("ttlSeconds must be > 0 on `test_tool`; it was 0".into())
-        }
-        K::CachedFailure => Error::CachedFailure {
-            tool,
-            key,
-            error_type: "java.io.IOException".into(),
-            message: "disk full".into(),
-        },
-        K::FailFast => Error::FailFast {
-            tool,
-            key,
-            state: "completed",
-        },
-        K::InProgress => Error::InProgress {
-            tool,
-            key,
-            waited_ms: 5,
-        },
-        K::Indeterminate => Error::Indeterminate {
-            tool,
-            key,
-            tenant: None,
-        },
-        K::StoreUnavailable => Error::StoreUnavailable {
-            tool,
-            message: "connection refused".into(),
-        },
-        K::OutcomeTooLarge => Error::OutcomeTooLarge {
-            tool,
-            key,
-            bytes: 2 << 20,
-        },
-        K::Timeout => Error::Timeout {
-            tool,
-            key,
-            timeout_ms: 10,
-            outcome: "its outcome is unknown".into(),
-        },
-        K::Internal => Error::Internal("provoked".into()),
-    };
-    Err(Failure::Idemkit(error))
-}
-
-/// Test support: one `Executor::call` by Rust code on a Java store, through the public
-/// [`crate::executor_of`]; the body returns `result` (JSON text) and counts its runs.
-pub(crate) fn rust_call<'l>(
-    env: &mut Env<'l>,
-    store: jlong,
-    tool: &JString<'_>,
-    tenant: &JString<'_>,
-    run: &JString<'_>,
-    input: &JString<'_>,
-    result: &JString<'_>,
-) -> Result<JString<'l>> {
-    // SAFETY: the Java caller holds the store open across this call (`NativeTestSupport`).
-    let executor =
-        unsafe { crate::executor_of(store) }.ok_or(Failure::NullHandle("the idempotency store"))?;
-    let tool = Tool::new(
-        string(env, tool)?.unwrap_or_default(),
-        Policy::new(KeyStrategy::HashInput),
-    )?;
-    let context = CallContext {
-        tenant: string(env, tenant)?,
-        run: string(env, run)?,
-    };
-    let input = string(env, input)?.unwrap_or_else(|| "null".to_owned());
-    let result = string(env, result)?.unwrap_or_else(|| "null".to_owned());
-    let result: serde_json::Value = serde_json::from_str(&result)
-        .map_err(|e| Failure::IllegalArgument(format!("result is not JSON: {e}")))?;
-    let ran = std::sync::atomic::AtomicU64::new(0);
-    let answer = idemkit::runtime::block_on(executor.call(
-        &tool,
-        &context,
-        KeyInput::Json(&input),
-        |_| async {
-            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            Ok::<_, String>(result)
-        },
-    ));
-    let value: serde_json::Value = match answer {
-        Ok(value) => value,
-        Err(idemkit::CallError::Idempotency(e)) => return Err(Failure::Idemkit(e)),
-        Err(idemkit::CallError::Body(e)) => return Err(Failure::IllegalArgument(e)),
-    };
-    let reply = serde_json::json!({ "ran": ran.into_inner(), "result": value });
-    Ok(JString::from_str(env, reply.to_string())?)
 }
 
 /// `PostgresIdempotencyStore.createTableIfMissing()`: the core's DDL for this table.

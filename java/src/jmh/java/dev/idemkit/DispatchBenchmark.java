@@ -189,10 +189,13 @@ public class DispatchBenchmark {
         return NativeBridge.begin(storeHandle, toolHandle, context.handle, encoded.bytes, encoded.length, 100);
     }
 
-    /** The core's key derivation alone (JNI + parse, NFC, SHA-256; no store). */
+    private static final byte[] SCOPE = "\"book\"".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    private static final byte[] TENANT = "\"acme\"".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+    /** The core's key derivation alone (JNI + parse, NFC, SHA-256; no store), as IdempotencyKeys calls it. */
     @Benchmark
     public Object part_native_derive_key() {
-        return NativeBridge.deriveKey(toolHandle, context.handle, encoded.bytes, encoded.length);
+        return NativeBridge.deriveKey(SCOPE, TENANT, null, null, encoded.bytes, encoded.length, false);
     }
 
     /** The remembered result's JSON → the declared type (Jackson). */

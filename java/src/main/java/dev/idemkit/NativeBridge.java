@@ -99,10 +99,14 @@ final class NativeBridge {
     static native void contextDestroy(long context);
 
     /**
-     * The key a call with this input would get (64-hex, a fresh UUID, or null for NONE), touching no
-     * store; throws {@link InvalidKeyException} as {@link #begin} would.
+     * {@link IdempotencyKeys}: the core's key derivation (SPEC §2), touching no store. Scope, tenant
+     * and run cross as JSON string literals (tenant/run null for none), {@code keyArguments} as a JSON
+     * array of them (null for the whole input), the input as JSON text (with {@code explicit}: the
+     * explicit key as a string literal), all ASCII with non-ASCII escaped ({@link JsonInput}). Answers
+     * the 64-hex key; throws {@link InvalidKeyException} naming the field.
      */
-    static native String deriveKey(long tool, long context, byte[] input, int length);
+    static native String deriveKey(byte[] scope, byte[] tenant, byte[] run, byte[] keyArguments, byte[] input,
+            int length, boolean explicit);
 
     /** Keeps waiting after {@link #STEP_PENDING}; same answers as {@link #begin}. */
     static native byte[] advance(long attempt, int budgetMs);

@@ -13,14 +13,21 @@ final class NativeHandle implements Runnable {
     private static final long CLOSED = 1L << 62;
 
     private final long handle;
-    private final LongConsumer destroy;
+    private final Runnable destroy;
     private final String what;
     private final AtomicLong state = new AtomicLong();
     private final AtomicBoolean destroyed = new AtomicBoolean();
 
     NativeHandle(long handle, LongConsumer destroy, String what) {
         this.handle = handle;
-        this.destroy = destroy;
+        this.destroy = handle == 0 ? () -> { } : () -> destroy.accept(handle);
+        this.what = what;
+    }
+
+    /** A lifetime without a handle of its own: {@code free} runs once, after the last release. */
+    NativeHandle(Runnable free, String what) {
+        this.handle = 0;
+        this.destroy = free;
         this.what = what;
     }
 
@@ -69,8 +76,8 @@ final class NativeHandle implements Runnable {
     }
 
     private void destroyOnce() {
-        if (handle != 0 && destroyed.compareAndSet(false, true)) {
-            destroy.accept(handle);
+        if (destroyed.compareAndSet(false, true)) {
+            destroy.run();
         }
     }
 }

@@ -105,14 +105,8 @@ final class RegisteredTool {
     /** As {@link #of(Object, Method, ObjectMapper)}, with the annotations given (tests build tools by name). */
     static RegisteredTool of(Object target, Method method, Tool tool, Idempotent methodPolicy, ObjectMapper mapper) {
         String name = tool.name().isEmpty() ? method.getName() : tool.name();
-        Idempotent policy = methodPolicy;
-        if (policy == null) {
-            policy = method.getDeclaringClass().getAnnotation(Idempotent.class);
-        }
-        if (policy == null) {
-            policy = target.getClass().getAnnotation(Idempotent.class);
-        }
-        KeyStrategy strategy = policy == null ? KeyStrategy.NONE : policy.strategy();
+        Idempotent policy = Registrar.policy(target, method, methodPolicy);
+        KeyStrategy strategy = Registrar.strategy(policy);
         String where = "tool `" + name + "` (" + method.getDeclaringClass().getName() + "." + method.getName() + ")";
 
         if (tool.idempotencyHint() == IdempotencyHint.REQUIRED
@@ -125,36 +119,23 @@ final class RegisteredTool {
                     + "; annotate the method or its class with @Idempotent using HASH_INPUT or EXPLICIT and"
                     + " ttlSeconds > 0, or drop the hint");
         }
-        IdempotencyKeySupplier supplier = null;
-        if (strategy == KeyStrategy.EXPLICIT) {
-            if (!(target instanceof IdempotencyKeySupplier)) {
-                throw new IllegalStateException(where + " uses strategy EXPLICIT but " + target.getClass().getName()
-                        + " does not implement IdempotencyKeySupplier; implement idempotencyKeyFor(input) on the"
-                        + " class, or use HASH_INPUT");
-            }
-            supplier = (IdempotencyKeySupplier) target;
-        }
+        IdempotencyKeySupplier supplier = Registrar.supplier(where, strategy, target);
 
         Parameter[] declared = method.getParameters();
-        java.lang.reflect.Type[] generic = method.getGenericParameterTypes();
+        JavaType[] types = Registrar.parameterTypes(mapper, method);
         Param[] params = new Param[declared.length];
         Set<String> seen = new LinkedHashSet<>();
         int wholeCount = 0;
         for (int i = 0; i < declared.length; i++) {
             Parameter p = declared[i];
-            JavaType type = mapper.getTypeFactory().constructType(generic.length == declared.length ? generic[i] : p.getParameterizedType());
+            JavaType type = types[i];
             if (p.getType() == IdempotencyContext.class) {
                 params[i] = new Param(Slot.CONTEXT, null, type, p.getType());
             } else if (p.isAnnotationPresent(ToolInput.class)) {
                 params[i] = new Param(Slot.WHOLE_INPUT, null, type, p.getType());
                 wholeCount++;
             } else {
-                ToolParam named = p.getAnnotation(ToolParam.class);
-                String paramName = named != null && !named.name().isEmpty() ? named.name() : p.getName();
-                if ((named == null || named.name().isEmpty()) && !p.isNamePresent()) {
-                    throw new IllegalStateException(where + ": the name of parameter " + i + " is not known; compile"
-                            + " with -parameters or annotate it with @ToolParam(name = ...)");
-                }
+                String paramName = Registrar.parameterName(where, p, i);
                 if (!seen.add(paramName)) {
                     throw new IllegalArgumentException(where + " has two parameters named `" + paramName + "`");
                 }
@@ -184,14 +165,7 @@ final class RegisteredTool {
         JavaType returnType = mapper.getTypeFactory().constructType(method.getGenericReturnType());
         ResultTypes.requireRoundTrip(mapper, returnType, where);
 
-        long ttl = policy == null ? NativeBridge.DEFAULT_TTL_SECONDS : policy.ttlSeconds();
-        long lease = policy == null ? NativeBridge.DEFAULT_LEASE_SECONDS : policy.leaseSeconds();
-        String onCacheHit = policy == null ? RetryBehavior.RETURN_CACHED.name() : policy.onCacheHit().name();
-        boolean cacheFailures = policy != null && policy.cacheFailures();
-        String[] keyArguments = policy == null ? new String[0] : policy.keyArguments();
-        long handle = NativeBridge.toolNew(name, strategy.name(), ttl, onCacheHit, cacheFailures, keyArguments, lease,
-                tool.timeoutMs(), checkable);
-        IdempotentInvoker.NativeTool nativeTool = new IdempotentInvoker.NativeTool(name, strategy, tool.timeoutMs() > 0, handle);
+        IdempotentInvoker.NativeTool nativeTool = Registrar.nativeTool(name, policy, tool.timeoutMs(), checkable);
         method.setAccessible(true);
         return new RegisteredTool(name, tool.description(), target, method, tool.idempotencyHint(), strategy, supplier,
                 nativeTool, returnType, params, mapper);

@@ -78,6 +78,17 @@ final class ResultTypes {
         }
     }
 
+    /** A result as {@code type}: itself when it is one, else converted by {@code mapper}. */
+    static <T> T as(ObjectMapper mapper, Object value, Class<T> type) {
+        if (value == null) {
+            return null;
+        }
+        if (type.isInstance(value)) {
+            return type.cast(value);
+        }
+        return mapper.convertValue(value, type);
+    }
+
     /** Why a value of the runtime type cannot be encoded: for the message of a failed encode. */
     static String describe(Object value, String declared) {
         if (value == null) {

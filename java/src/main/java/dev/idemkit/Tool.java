@@ -6,7 +6,12 @@ import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
-/** Marks a method as a tool the {@link ToolDispatcher} can call by name. */
+/**
+ * Marks a method as a tool the {@link ToolDispatcher} can call by name. It is found on the class of
+ * the object given to the dispatcher, its superclasses and its interfaces; an override annotated
+ * {@code @Tool} again replaces the original (with its own name and {@link Idempotent}), one that
+ * is not keeps the original's annotations and is what runs.
+ */
 @Documented
 @Retention(RetentionPolicy.RUNTIME)
 @Target(ElementType.METHOD)

@@ -1,12 +1,10 @@
 package dev.idemkit;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.lang.ref.Reference;
 import java.lang.reflect.Method;
-import java.lang.reflect.Modifier;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -30,37 +28,24 @@ import java.util.Set;
  * }</pre>
  *
  * <p>The input is hashed as passed, before it is converted to parameter types. Thread-safe; cheap
- * views with another tenant or run come from {@link #withTenant} and {@link #withRun}.
+ * views with another tenant or run come from {@link #withTenant} and {@link #withRun}. Tool methods
+ * are found on the class, its superclasses and interfaces: an override that is annotated
+ * {@link Tool} replaces its original, one that is not keeps the original's annotations.
+ * {@link #close()} frees the native tools (and a store the builder created).
  */
-public final class ToolDispatcher {
+public final class ToolDispatcher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("dev.idemkit");
 
-    /** The registered tools and their native handles, freed when no dispatcher view uses them. */
+    /** The registered tools, shared by every view; what they own is freed on close. */
     private static final class Registry {
         final Map<String, RegisteredTool> tools;
-        final NativeIdempotencyStore store;
+        final Registrar registrar;
         final ObjectMapper mapper;
 
-        Registry(Map<String, RegisteredTool> tools, NativeIdempotencyStore store, ObjectMapper mapper) {
+        Registry(Map<String, RegisteredTool> tools, Registrar registrar, ObjectMapper mapper) {
             this.tools = tools;
-            this.store = store;
+            this.registrar = registrar;
             this.mapper = mapper;
-        }
-    }
-
-    /** Destroys the native tools once their registry is unreachable. */
-    private static final class ToolHandles implements Runnable {
-        private final long[] handles;
-
-        ToolHandles(long[] handles) {
-            this.handles = handles;
-        }
-
-        @Override
-        public void run() {
-            for (long h : handles) {
-                NativeBridge.toolDestroy(h);
-            }
         }
     }
 
@@ -82,12 +67,12 @@ public final class ToolDispatcher {
 
     /** The same tools and store for another tenant ({@code null}: no tenant; {@code ""} is a tenant). */
     public ToolDispatcher withTenant(String tenant) {
-        return new ToolDispatcher(registry, checkText("tenant", tenant), run);
+        return new ToolDispatcher(registry, Registrar.checkText("tenant", tenant), run);
     }
 
     /** The same tools and store in another run: a new run is a new key. */
     public ToolDispatcher withRun(String run) {
-        return new ToolDispatcher(registry, tenant, checkText("run", run));
+        return new ToolDispatcher(registry, tenant, Registrar.checkText("run", run));
     }
 
     public String tenant() {
@@ -99,7 +84,7 @@ public final class ToolDispatcher {
     }
 
     public IdempotencyStore store() {
-        return registry.store;
+        return registry.registrar.store;
     }
 
     /** The registered tool names. */
@@ -124,7 +109,7 @@ public final class ToolDispatcher {
                 json = JsonInput.ofValue(in, registered.name);
                 break;
             case EXPLICIT:
-                supplied = suppliedKey(registered, in);
+                supplied = Registrar.suppliedKey(registered.name, registered.supplier, in);
                 json = JsonInput.ofString(supplied);
                 break;
             default:
@@ -149,7 +134,7 @@ public final class ToolDispatcher {
                 break;
             case EXPLICIT:
                 parsed = parse(registered, jsonInput);
-                supplied = suppliedKey(registered, asMap(registered, parsed));
+                supplied = Registrar.suppliedKey(registered.name, registered.supplier, asMap(registered, parsed));
                 json = JsonInput.ofString(supplied);
                 break;
             default:
@@ -182,24 +167,36 @@ public final class ToolDispatcher {
         return registry.mapper.convertValue(call(tool, jsonInput), type);
     }
 
-    @SuppressWarnings("unchecked")
     private <T> T as(Object result, Class<T> type) {
-        if (result == null) {
-            return null;
-        }
-        if (type.isInstance(result)) {
-            return type.cast(result);
-        }
-        return (T) registry.mapper.convertValue(result, type);
+        return ResultTypes.as(registry.mapper, result, type);
     }
 
     private Object invoke(RegisteredTool tool, JsonInput json, String supplied, IdempotentInvoker.Body body) {
+        Registrar registrar = registry.registrar;
+        registrar.enter();
         try {
-            return IdempotentInvoker.invoke(registry.store, tool.nativeTool, context, json, supplied, body, tool.codec);
+            return IdempotentInvoker.invoke(registrar.store, tool.nativeTool, context, json, supplied, body, tool.codec);
         } finally {
+            registrar.exit();
             Reference.reachabilityFence(registry);
             Reference.reachabilityFence(this);
         }
+    }
+
+    /**
+     * Closes the dispatcher and every view of it: later calls throw {@link IllegalStateException};
+     * calls in flight finish first, then the native tools are freed, and the store too if the
+     * builder created it (a store given to {@link Builder#store} is the caller's to close).
+     * Atomic and safe to call twice.
+     */
+    @Override
+    public void close() {
+        registry.registrar.close();
+    }
+
+    /** Whether {@link #close()} was called (on this dispatcher or any view of it). */
+    public boolean isClosed() {
+        return registry.registrar.isClosed();
     }
 
     private interface Binding<T> {
@@ -223,11 +220,7 @@ public final class ToolDispatcher {
     }
 
     private JsonNode parse(RegisteredTool tool, String json) {
-        try {
-            return registry.mapper.readTree(json);
-        } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("the input of `" + tool.name + "` is not valid JSON: " + e.getOriginalMessage(), e);
-        }
+        return JsonWire.read(registry.mapper, tool.name, json);
     }
 
     private Map<String, Object> asMap(RegisteredTool tool, JsonNode node) {
@@ -235,32 +228,6 @@ public final class ToolDispatcher {
             throw new IllegalArgumentException("the input of `" + tool.name + "` must be a JSON object; it was " + node.getNodeType());
         }
         return registry.mapper.convertValue(node, new TypeReference<Map<String, Object>>() { });
-    }
-
-    private static String suppliedKey(RegisteredTool tool, Map<String, Object> input) {
-        String key = tool.supplier.idempotencyKeyFor(Collections.unmodifiableMap(input));
-        if (key == null) {
-            throw new InvalidKeyException("invalid idempotency key for `" + tool.name + "`: explicit key: the supplier"
-                    + " returned null; supply a key with at least one visible character", tool.name, null);
-        }
-        return key;
-    }
-
-    /** Tenant and run are key material: a lone surrogate is refused when they are set. */
-    private static String checkText(String what, String value) {
-        if (value == null) {
-            return null;
-        }
-        for (int i = 0; i < value.length(); i++) {
-            char c = value.charAt(i);
-            if (Character.isHighSurrogate(c) && i + 1 < value.length() && Character.isLowSurrogate(value.charAt(i + 1))) {
-                i++;
-            } else if (Character.isSurrogate(c)) {
-                throw new IllegalArgumentException(what + " contains a lone surrogate \\u"
-                        + Integer.toHexString(c) + " at index " + i + "; use whole characters");
-            }
-        }
-        return value;
     }
 
     /** Builds a {@link ToolDispatcher}; {@link #build()} registers and validates every tool. */
@@ -296,12 +263,12 @@ public final class ToolDispatcher {
         }
 
         public Builder tenant(String tenant) {
-            this.tenant = checkText("tenant", tenant);
+            this.tenant = Registrar.checkText("tenant", tenant);
             return this;
         }
 
         public Builder run(String run) {
-            this.run = checkText("run", run);
+            this.run = Registrar.checkText("run", run);
             return this;
         }
 
@@ -323,38 +290,19 @@ public final class ToolDispatcher {
          */
         public ToolDispatcher build() {
             ObjectMapper m = mapper != null ? mapper : ResultTypes.defaultMapper();
-            NativeIdempotencyStore s;
-            if (store == null) {
-                s = new InMemoryIdempotencyStore();
-            } else if (store instanceof NativeIdempotencyStore) {
-                s = (NativeIdempotencyStore) store;
-            } else {
-                throw new IllegalArgumentException("store " + store.getClass().getName() + " is not run by the idemkit"
-                        + " core; use InMemoryIdempotencyStore, RedisIdempotencyStore or PostgresIdempotencyStore");
-            }
-            if (s.isClosed()) {
-                throw new IllegalStateException("the store " + s.describe() + " is closed");
-            }
+            Registrar registrar = new Registrar(store, "the tool dispatcher", null);
             Map<String, RegisteredTool> registered = new LinkedHashMap<>();
             List<Long> handles = new ArrayList<>();
             try {
+                List<Object[]> all = new ArrayList<>();
                 for (Object target : tools) {
-                    for (Class<?> c = target.getClass(); c != null && c != Object.class; c = c.getSuperclass()) {
-                        for (Method method : c.getDeclaredMethods()) {
-                            if (!method.isAnnotationPresent(Tool.class) || method.isBridge()
-                                    || Modifier.isStatic(method.getModifiers())) {
-                                continue;
-                            }
-                            RegisteredTool tool = RegisteredTool.of(target, method, m);
-                            handles.add(tool.nativeTool.handle);
-                            if (registered.putIfAbsent(tool.name, tool) != null) {
-                                throw new IllegalArgumentException("two tools are named `" + tool.name + "`; tool names"
-                                        + " are key scopes and must be unique");
-                            }
-                        }
+                    for (Method method : Registrar.annotatedMethods(target.getClass(), Tool.class)) {
+                        all.add(new Object[] {target, method, method.getAnnotation(Tool.class),
+                            method.getAnnotation(Idempotent.class)});
                     }
                 }
-                for (Object[] t : explicitTools) {
+                all.addAll(explicitTools);
+                for (Object[] t : all) {
                     RegisteredTool tool = RegisteredTool.of(t[0], (Method) t[1], (Tool) t[2], (Idempotent) t[3], m);
                     handles.add(tool.nativeTool.handle);
                     if (registered.putIfAbsent(tool.name, tool) != null) {
@@ -363,11 +311,12 @@ public final class ToolDispatcher {
                     }
                 }
             } catch (RuntimeException refused) {
-                for (long h : handles) {
-                    NativeBridge.toolDestroy(h);
-                }
+                Registrar.destroy(handles.stream().mapToLong(Long::longValue).toArray());
+                registrar.close();
                 throw refused;
             }
+            registrar.adopt(handles.stream().mapToLong(Long::longValue).toArray());
+            NativeIdempotencyStore s = registrar.store;
             if (s.inProcessOnly()) {
                 List<String> required = new ArrayList<>();
                 for (RegisteredTool t : registered.values()) {
@@ -381,10 +330,7 @@ public final class ToolDispatcher {
                             + " restart runs them again. Use RedisIdempotencyStore or PostgresIdempotencyStore.", required);
                 }
             }
-            Registry registry = new Registry(Collections.unmodifiableMap(registered), s, m);
-            long[] raw = handles.stream().mapToLong(Long::longValue).toArray();
-            NativeIdempotencyStore.CLEANER.register(registry, new ToolHandles(raw));
-            return new ToolDispatcher(registry, tenant, run);
+            return new ToolDispatcher(new Registry(Collections.unmodifiableMap(registered), registrar, m), tenant, run);
         }
     }
 }

@@ -18,6 +18,10 @@ import java.lang.annotation.Target;
  * class's entirely); with neither, the action has strategy {@link KeyStrategy#NONE}. The action's
  * name is the scope of its keys, as a tool's is: a tool and an action of one name on one store
  * share records.
+ *
+ * <p>It is found on the role's class, its superclasses and its interfaces, as {@link Tool} is: an
+ * override annotated {@code @WebService} again replaces the original, one that is not keeps the
+ * original's annotations.
  */
 @Documented
 @Retention(RetentionPolicy.RUNTIME)

@@ -1,42 +1,22 @@
 package dev.idemkit;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.core.StreamReadFeature;
-import com.fasterxml.jackson.core.StreamWriteFeature;
-import com.fasterxml.jackson.core.type.TypeReference;
-import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
-import com.fasterxml.jackson.databind.json.JsonMapper;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import java.io.IOException;
 import java.lang.ref.Reference;
 import java.lang.reflect.Method;
-import java.lang.reflect.Modifier;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Deque;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * Calls {@link WebService} actions by name under their {@link Idempotent} policies, through the
@@ -62,27 +42,14 @@ import java.util.concurrent.TimeoutException;
  * {@link IdempotencyTimeoutException}, and the claim stays in progress (SPEC §3).
  * 5xx responses and transport errors are retried within the call (same key) per {@link
  * Builder#retry}; 4xx are not. Thread-safe; views with another tenant or run come from
- * {@link #withTenant} and {@link #withRun}.
+ * {@link #withTenant} and {@link #withRun}. {@link #close()} frees the native tools (and a store and
+ * HTTP client the builder created).
  */
-public final class WebServiceExecutor {
-    private static final System.Logger LOG = System.getLogger("dev.idemkit");
+public final class WebServiceExecutor implements AutoCloseable {
     /** The header every key-carrying request gets. */
-    public static final String IDEMPOTENCY_KEY = "Idempotency-Key";
-    /** How long past the deadline a response body may still be arriving before the exchange is cut. */
-    private static final long BODY_GRACE_MS = 50;
-    private static final long MAX_BACKOFF_MS = 30_000;
-
-    /**
-     * Reads inputs (exact numbers, duplicate members refused) and writes request bodies (doubles as
-     * their shortest round-trip decimal). Arguments are JSON-native values, so no user mapper.
-     */
-    private static final JsonMapper WIRE = JsonMapper.builder()
-            .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-            .enable(StreamWriteFeature.USE_FAST_DOUBLE_WRITER)
-            .configure(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES, false)
-            .nodeFactory(JsonNodeFactory.withExactBigDecimals(true))
-            .build();
+    public static final String IDEMPOTENCY_KEY = HttpExchange.KEY_HEADER;
+    /** How deep an input may nest when its key is not derived from it: what the JSON text reader allows. */
+    private static final int MAX_MAP_DEPTH = StreamReadConstraints.defaults().getMaxNestingDepth();
 
     /** How the {@code Idempotency-Key} header holds the key. */
     public enum KeyHeaderForm {
@@ -95,63 +62,19 @@ public final class WebServiceExecutor {
         STRUCTURED_STRING
     }
 
-    /** Transport retries of one logical call (same key): how many requests at most, and the first pause. */
-    private static final class Retry {
-        final int maxAttempts;
-        final long backoffMs;
-
-        Retry(int maxAttempts, long backoffMs) {
-            this.maxAttempts = maxAttempts;
-            this.backoffMs = backoffMs;
-        }
-
-        long pauseBefore(int attempt) {
-            long pause = backoffMs;
-            for (int i = 2; i < attempt && pause < MAX_BACKOFF_MS; i++) {
-                pause *= 2;
-            }
-            return Math.min(pause, MAX_BACKOFF_MS);
-        }
-    }
-
     /** The actions, the store and the HTTP settings shared by every view. */
     private static final class Registry {
         final Map<String, RegisteredAction> actions = new ConcurrentHashMap<>();
-        final NativeIdempotencyStore store;
-        final HttpClient client;
+        final Registrar registrar;
+        final HttpExchange http;
         final String baseUri;
-        final Map<String, List<String>> headers;
-        final Retry retry;
-        final KeyHeaderForm keyHeaderForm;
         final ObjectMapper mapper;
-        final boolean setsContentType;
 
-        Registry(NativeIdempotencyStore store, HttpClient client, String baseUri, Map<String, List<String>> headers,
-                Retry retry, KeyHeaderForm keyHeaderForm, ObjectMapper mapper) {
-            this.store = store;
-            this.client = client;
+        Registry(Registrar registrar, HttpExchange http, String baseUri, ObjectMapper mapper) {
+            this.registrar = registrar;
+            this.http = http;
             this.baseUri = baseUri;
-            this.headers = headers;
-            this.retry = retry;
-            this.keyHeaderForm = keyHeaderForm;
             this.mapper = mapper;
-            this.setsContentType = headers.keySet().stream().anyMatch("Content-Type"::equalsIgnoreCase);
-        }
-    }
-
-    /** Destroys native tools once their registry is unreachable. */
-    private static final class ActionHandles implements Runnable {
-        private final long[] handles;
-
-        ActionHandles(long[] handles) {
-            this.handles = handles;
-        }
-
-        @Override
-        public void run() {
-            for (long h : handles) {
-                NativeBridge.toolDestroy(h);
-            }
         }
     }
 
@@ -183,10 +106,12 @@ public final class WebServiceExecutor {
 
     /**
      * Registers the {@link WebService} methods of each role (its class, superclasses and
-     * interfaces). All or nothing: when one action is refused, none of the call's are registered.
+     * interfaces; an override annotated {@link WebService} replaces its original, one that is not
+     * keeps the original's annotations). All or nothing: when one action is refused, none of the
+     * call's are registered.
      *
      * @throws IllegalStateException {@code EXPLICIT} on a role that is not an {@link IdempotencyKeySupplier},
-     *     a parameter whose name is unknown
+     *     a parameter whose name is unknown, a closed executor
      * @throws IllegalArgumentException a policy the core refuses (TTL or lease ≤ 0, unknown
      *     keyArguments, timeoutMs ≥ lease), an endpoint that is not a URL, a placeholder that names
      *     no parameter, a PATH parameter without a placeholder, a body on GET/HEAD, a duplicate name
@@ -194,15 +119,13 @@ public final class WebServiceExecutor {
     public WebServiceExecutor register(Object... roles) {
         Registry r = registry;
         synchronized (r) {
-            if (r.store.isClosed()) {
-                throw new IllegalStateException("the store " + r.store.describe() + " is closed");
-            }
+            r.registrar.requireOpen();
             Map<String, RegisteredAction> added = new LinkedHashMap<>();
             List<Long> handles = new ArrayList<>();
             try {
                 for (Object role : roles) {
                     Objects.requireNonNull(role, "role");
-                    for (Method method : webServiceMethods(role.getClass())) {
+                    for (Method method : Registrar.annotatedMethods(role.getClass(), WebService.class)) {
                         RegisteredAction action = RegisteredAction.of(role, method, r.baseUri, r.mapper);
                         handles.add(action.nativeTool.handle);
                         if (r.actions.containsKey(action.name) || added.putIfAbsent(action.name, action) != null) {
@@ -212,55 +135,23 @@ public final class WebServiceExecutor {
                     }
                 }
             } catch (RuntimeException refused) {
-                for (long h : handles) {
-                    NativeBridge.toolDestroy(h);
-                }
+                Registrar.destroy(handles.stream().mapToLong(Long::longValue).toArray());
                 throw refused;
             }
+            r.registrar.adopt(handles.stream().mapToLong(Long::longValue).toArray());
             r.actions.putAll(added);
-            NativeIdempotencyStore.CLEANER.register(r, new ActionHandles(handles.stream().mapToLong(Long::longValue)
-                    .toArray()));
         }
         return this;
     }
 
-    /** The {@link WebService} methods of a class, its superclasses and interfaces (an override hides its original). */
-    private static List<Method> webServiceMethods(Class<?> type) {
-        List<Method> found = new ArrayList<>();
-        Set<String> seen = new HashSet<>();
-        Deque<Class<?>> pending = new ArrayDeque<>();
-        Set<Class<?>> visited = new HashSet<>();
-        pending.add(type);
-        while (!pending.isEmpty()) {
-            Class<?> c = pending.removeFirst();
-            if (c == Object.class || !visited.add(c)) {
-                continue;
-            }
-            for (Method m : c.getDeclaredMethods()) {
-                if (m.isBridge() || m.isSynthetic() || Modifier.isStatic(m.getModifiers())) {
-                    continue;
-                }
-                String signature = m.getName() + java.util.Arrays.toString(m.getParameterTypes());
-                if (seen.add(signature) && m.isAnnotationPresent(WebService.class)) {
-                    found.add(m);
-                }
-            }
-            if (c.getSuperclass() != null) {
-                pending.add(c.getSuperclass());
-            }
-            Collections.addAll(pending, c.getInterfaces());
-        }
-        return found;
-    }
-
     /** The same actions, store and HTTP settings for another tenant ({@code null}: none; {@code ""} is a tenant). */
     public WebServiceExecutor withTenant(String tenant) {
-        return new WebServiceExecutor(registry, checkText("tenant", tenant), run);
+        return new WebServiceExecutor(registry, Registrar.checkText("tenant", tenant), run);
     }
 
     /** The same actions, store and HTTP settings in another run: a new run is a new key. */
     public WebServiceExecutor withRun(String run) {
-        return new WebServiceExecutor(registry, tenant, checkText("run", run));
+        return new WebServiceExecutor(registry, tenant, Registrar.checkText("run", run));
     }
 
     public String tenant() {
@@ -272,7 +163,7 @@ public final class WebServiceExecutor {
     }
 
     public IdempotencyStore store() {
-        return registry.store;
+        return registry.registrar.store;
     }
 
     /** The registered action names. */
@@ -315,72 +206,22 @@ public final class WebServiceExecutor {
         Map<String, Object> in = input == null ? Collections.emptyMap() : input;
         // Refuses non-JSON values naming the member, for every strategy (SPEC §7).
         JsonInput json = JsonInput.ofValue(in, a.name);
-        JsonNode tree = tree(in, 0);
-        return call(a, tree, in, a.strategy == KeyStrategy.HASH_INPUT ? json : null);
-    }
-
-    /**
-     * A map of JSON-native values (already checked by {@link JsonInput#ofValue}) as a tree, numbers
-     * exact: doubles and floats as their shortest round-trip decimal (Jackson's own conversion
-     * would widen {@code 0.1f} to {@code 0.10000000149011612}).
-     */
-    private static JsonNode tree(Object value, int depth) {
-        com.fasterxml.jackson.databind.node.JsonNodeFactory nodes = WIRE.getNodeFactory();
-        if (depth > 64) {
-            throw new IllegalArgumentException("the input is nested deeper than 64 arrays/objects");
+        boolean hashed = a.strategy == KeyStrategy.HASH_INPUT;
+        // How deep an input may nest is the core's to say, when it derives the key (before anything
+        // is sent); an input whose key is not derived from it nests as deep as JSON text may.
+        if (!hashed && JsonWire.depth(in, MAX_MAP_DEPTH) > MAX_MAP_DEPTH) {
+            throw new IllegalArgumentException("the input of `" + a.name + "` is nested deeper than " + MAX_MAP_DEPTH
+                    + " arrays/objects, the most JSON text may (is a map or list inside itself?)");
         }
-        if (value == null) {
-            return nodes.nullNode();
-        } else if (value instanceof String) {
-            return nodes.textNode((String) value);
-        } else if (value instanceof Boolean) {
-            return nodes.booleanNode((Boolean) value);
-        } else if (value instanceof Double || value instanceof Float) {
-            double d = ((Number) value).doubleValue();
-            if (!Double.isFinite(d)) {
-                return nodes.numberNode(d);
-            }
-            String shortest = value instanceof Float ? ShortestDecimal.of((Float) value) : ShortestDecimal.of(d);
-            return nodes.numberNode(new java.math.BigDecimal(shortest));
-        } else if (value instanceof java.math.BigDecimal) {
-            return nodes.numberNode((java.math.BigDecimal) value);
-        } else if (value instanceof java.math.BigInteger) {
-            return nodes.numberNode((java.math.BigInteger) value);
-        } else if (value instanceof Number) {
-            return nodes.numberNode(((Number) value).longValue());
-        } else if (value instanceof List) {
-            com.fasterxml.jackson.databind.node.ArrayNode array = nodes.arrayNode();
-            for (Object item : (List<?>) value) {
-                array.add(tree(item, depth + 1));
-            }
-            return array;
-        } else {
-            com.fasterxml.jackson.databind.node.ObjectNode object = nodes.objectNode();
-            for (Map.Entry<?, ?> member : ((Map<?, ?>) value).entrySet()) {
-                object.set((String) member.getKey(), tree(member.getValue(), depth + 1));
-            }
-            return object;
-        }
+        return call(a, JsonWire.tree(in, MAX_MAP_DEPTH), in, hashed ? json : null);
     }
 
     /** {@link #invoke(String, String)}, with whether the answer was replayed, its status and its key. */
     public WebServiceResponse<Object> invokeForResponse(String action, String jsonInput) {
         RegisteredAction a = lookup(action);
         Objects.requireNonNull(jsonInput, "jsonInput");
-        JsonNode tree;
-        try {
-            tree = WIRE.readTree(jsonInput);
-        } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("the input of `" + a.name + "` is not valid JSON: "
-                    + e.getOriginalMessage(), e);
-        }
-        if (tree == null || tree.isMissingNode()) {
-            throw new IllegalArgumentException("the input of `" + a.name + "` is empty; send a JSON object");
-        }
-        Map<String, Object> asMap = null;
-        if (a.strategy == KeyStrategy.EXPLICIT && tree.isObject()) {
-            asMap = WIRE.convertValue(tree, new TypeReference<Map<String, Object>>() { });
-        }
+        JsonNode tree = JsonWire.read(a.name, jsonInput);
+        Map<String, Object> asMap = a.strategy == KeyStrategy.EXPLICIT && tree.isObject() ? JsonWire.map(tree) : null;
         return call(a, tree, asMap, a.strategy == KeyStrategy.HASH_INPUT ? JsonInput.ofText(jsonInput) : null);
     }
 
@@ -396,15 +237,8 @@ public final class WebServiceExecutor {
         return r.withValue(as(r.value(), type));
     }
 
-    @SuppressWarnings("unchecked")
     private <T> T as(Object value, Class<T> type) {
-        if (value == null) {
-            return null;
-        }
-        if (type.isInstance(value)) {
-            return type.cast(value);
-        }
-        return (T) registry.mapper.convertValue(value, type);
+        return ResultTypes.as(registry.mapper, value, type);
     }
 
     @SuppressWarnings("unchecked")
@@ -412,215 +246,39 @@ public final class WebServiceExecutor {
             JsonInput hashed) {
         long started = System.nanoTime();
         // The request is built (and the input checked) before anything is claimed.
-        RegisteredAction.Request request = a.request(tree);
+        RequestTemplate.Request request = a.request(tree);
         JsonInput json = hashed;
         String supplied = null;
         if (a.strategy == KeyStrategy.EXPLICIT) {
-            supplied = a.supplier.idempotencyKeyFor(Collections.unmodifiableMap(asMap));
-            if (supplied == null) {
-                throw new InvalidKeyException("invalid idempotency key for `" + a.name + "`: explicit key: the supplier"
-                        + " returned null; supply a key with at least one visible character", a.name, null);
-            }
+            supplied = Registrar.suppliedKey(a.name, a.supplier, asMap);
             json = JsonInput.ofString(supplied);
         }
         Registry r = registry;
+        r.registrar.enter();
         try {
-            return (WebServiceResponse<Object>) IdempotentInvoker.invoke(r.store, a.nativeTool, context, json, supplied,
-                    callContext -> exchange(r, a, request, callContext, started), a.codec);
+            return (WebServiceResponse<Object>) IdempotentInvoker.invoke(r.registrar.store, a.nativeTool, context, json,
+                    supplied, callContext -> r.http.send(a, request, callContext, started), a.codec);
         } finally {
+            r.registrar.exit();
             Reference.reachabilityFence(r);
             Reference.reachabilityFence(this);
         }
     }
 
-    /** Sends the request (with transport retries under one key); the body of the idempotent call. */
-    private static WebServiceResponse<Object> exchange(Registry r, RegisteredAction a, RegisteredAction.Request request,
-            IdempotencyContext context, long started) {
-        String key = context.key();
-        HttpRequest.Builder builder = HttpRequest.newBuilder(request.uri);
-        for (Map.Entry<String, List<String>> header : r.headers.entrySet()) {
-            for (String value : header.getValue()) {
-                builder.header(header.getKey(), value);
-            }
-        }
-        boolean sendsKey = key != null && a.method.carriesIdempotencyKey();
-        if (sendsKey) {
-            builder.header(IDEMPOTENCY_KEY, r.keyHeaderForm == KeyHeaderForm.STRUCTURED_STRING ? "\"" + key + "\"" : key);
-        }
-        if (request.body != null) {
-            if (!r.setsContentType) {
-                builder.header("Content-Type", "application/json");
-            }
-            builder.method(a.method.name(), HttpRequest.BodyPublishers.ofByteArray(request.body));
-        } else {
-            builder.method(a.method.name(), HttpRequest.BodyPublishers.noBody());
-        }
-        // Repeating a POST or PATCH that carries no key could repeat its effect: only one attempt.
-        int maxAttempts = sendsKey || a.method.idempotentByDefinition() ? r.retry.maxAttempts : 1;
-        long deadline = a.timeoutMs > 0 ? started + TimeUnit.MILLISECONDS.toNanos(a.timeoutMs) : Long.MAX_VALUE;
-        String uri = request.uri.toString();
-        for (int attempt = 1;; attempt++) {
-            long remaining = deadline == Long.MAX_VALUE ? Long.MAX_VALUE
-                    : TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-            if (remaining <= 0) {
-                WebServiceException late = failure(a, uri, 0, "", key, attempt - 1, "did not start its request within"
-                        + " timeoutMs = " + a.timeoutMs, new HttpTimeoutException("deadline passed"));
-                if (attempt == 1) {
-                    // Nothing was sent: release the claim as for a body that never ran.
-                    throw new IdempotentInvoker.NotRun(late);
-                }
-                throw late;
-            }
-            if (remaining != Long.MAX_VALUE) {
-                builder.timeout(Duration.ofMillis(remaining));
-            }
-            HttpResponse<byte[]> response;
-            try {
-                response = send(r.client, builder.build(), remaining);
-            } catch (IOException transport) {
-                // Cut at the call's deadline: the request may have reached the service, so the
-                // outcome is unknown. SPEC §3: the claim stays in progress (neither recorded nor
-                // released) and reads as abandoned once its lease ends. (A connect timeout of the
-                // client's own, with time left, is a transport error like any other.)
-                boolean timedOut = transport instanceof HttpTimeoutException && deadline != Long.MAX_VALUE
-                        && deadline - System.nanoTime() <= TimeUnit.MILLISECONDS.toNanos(5);
-                if (timedOut) {
-                    throw new IdempotentInvoker.OutcomeUnknown(cutAtDeadline(a, uri, key, attempt, transport));
-                }
-                String what = "got no response (" + transport + ")";
-                if (attempt < maxAttempts && pause(r.retry.pauseBefore(attempt + 1), deadline)) {
-                    LOG.log(System.Logger.Level.DEBUG, "idemkit: `{0}` {1}; retrying under key {2}", a.name, what, key);
-                    continue;
-                }
-                throw failure(a, uri, 0, "", key, attempt, what, transport);
-            } catch (InterruptedException interrupted) {
-                Thread.currentThread().interrupt();
-                throw failure(a, uri, 0, "", key, attempt, "was interrupted while waiting for its response",
-                        interrupted);
-            }
-            int status = response.statusCode();
-            String charset = charset(response);
-            if (status >= 200 && status < 300) {
-                Object value;
-                try {
-                    value = a.read(response.body(), charset);
-                } catch (IOException unreadable) {
-                    String body = new String(response.body(), StandardCharsets.UTF_8);
-                    throw failure(a, uri, status, body, key, attempt, "answered " + status + " with a body that does"
-                            + " not read as " + a.returnType.toCanonical() + " (" + unreadable.getMessage() + ")",
-                            unreadable);
-                }
-                return WebServiceResponse.fresh(value, status, response.headers(), attempt, context);
-            }
-            String body = new String(response.body(), RegisteredAction.charsetOr(charset));
-            if (status >= 500 && attempt < maxAttempts && pause(r.retry.pauseBefore(attempt + 1), deadline)) {
-                LOG.log(System.Logger.Level.DEBUG, "idemkit: `{0}` answered {1}; retrying under key {2}", a.name, status,
-                        key);
-                continue;
-            }
-            throw failure(a, uri, status, body, key, attempt, "answered " + status, null);
-        }
+    /**
+     * Closes the executor and every view of it: later calls throw {@link IllegalStateException};
+     * calls in flight finish first, then the native tools are freed, and the store and HTTP client
+     * too if the builder created them (a store or client given to the builder is the caller's to
+     * close). Atomic and safe to call twice.
+     */
+    @Override
+    public void close() {
+        registry.registrar.close();
     }
 
-    /** An exchange cut at the deadline: its outcome is unknown and its claim stays in progress. */
-    private static IdempotencyTimeoutException cutAtDeadline(RegisteredAction a, String uri, String key, int attempts,
-            IOException cause) {
-        boolean claims = a.strategy == KeyStrategy.HASH_INPUT || a.strategy == KeyStrategy.EXPLICIT;
-        String unknown = !claims ? (key == null ? "" : " under key " + key)
-                + "; the outcome is unknown (the request may have reached the service)"
-                : " under key " + key + "; the outcome is unknown (the request may have reached the service), so"
-                        + " the claim stays in progress until its lease (leaseSeconds) ends or an operator resolves it"
-                        + " with `idemkit resolve`: a retry waits for it, then gets IndeterminateOutcomeException";
-        return new IdempotencyTimeoutException(a.method + " " + uri + " (`" + a.name + "`) got no response within"
-                + " timeoutMs = " + a.timeoutMs + (attempts > 1 ? " (attempt " + attempts + ")" : "") + unknown,
-                a.name, key, cause);
-    }
-
-    private static WebServiceException failure(RegisteredAction a, String uri, int status, String body, String key,
-            int attempts, String what, Throwable cause) {
-        StringBuilder message = new StringBuilder().append(a.method).append(' ').append(uri).append(" (`")
-                .append(a.name).append("`) ").append(what);
-        if (attempts > 1) {
-            message.append(" after ").append(attempts).append(" attempts");
-        }
-        if (key != null) {
-            message.append(" under key ").append(key);
-        }
-        if (!body.isEmpty()) {
-            message.append(": ").append(WebServiceException.quote(body));
-        }
-        return new WebServiceException(message.toString(), a.name, a.method, uri, status, body, key, attempts, cause);
-    }
-
-    /** One exchange, bounded by the deadline (the headers by {@code HttpRequest.timeout}, the body by the wait). */
-    private static HttpResponse<byte[]> send(HttpClient client, HttpRequest request, long remainingMs)
-            throws IOException, InterruptedException {
-        CompletableFuture<HttpResponse<byte[]>> pending = client.sendAsync(request,
-                HttpResponse.BodyHandlers.ofByteArray());
-        try {
-            return remainingMs == Long.MAX_VALUE ? pending.get() : pending.get(remainingMs + BODY_GRACE_MS,
-                    TimeUnit.MILLISECONDS);
-        } catch (TimeoutException slow) {
-            pending.cancel(true);
-            throw new HttpTimeoutException("the response did not arrive within the deadline");
-        } catch (InterruptedException interrupted) {
-            pending.cancel(true);
-            throw interrupted;
-        } catch (ExecutionException failed) {
-            Throwable cause = failed.getCause();
-            if (cause instanceof IOException) {
-                throw (IOException) cause;
-            }
-            if (cause instanceof RuntimeException) {
-                throw (RuntimeException) cause;
-            }
-            if (cause instanceof Error) {
-                throw (Error) cause;
-            }
-            throw new IOException(cause);
-        }
-    }
-
-    /** Sleeps before a retry; false (and no sleep) when the pause would end past the deadline. */
-    private static boolean pause(long ms, long deadline) {
-        if (deadline != Long.MAX_VALUE && System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms) >= deadline) {
-            return false;
-        }
-        if (ms <= 0) {
-            return true;
-        }
-        try {
-            Thread.sleep(ms);
-            return true;
-        } catch (InterruptedException interrupted) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
-    }
-
-    private static String charset(HttpResponse<?> response) {
-        String type = response.headers().firstValue("Content-Type").orElse("");
-        for (String part : type.split(";")) {
-            String p = part.trim();
-            if (p.toLowerCase(Locale.ROOT).startsWith("charset=")) {
-                return p.substring("charset=".length()).replace("\"", "").trim();
-            }
-        }
-        return null;
-    }
-
-    /** The request body: the JSON object of the body parameters as passed (doubles shortest). */
-    static byte[] bodyBytes(JsonNode members) {
-        try {
-            return WIRE.writeValueAsBytes(members);
-        } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("the input does not write as JSON: " + e.getOriginalMessage(), e);
-        }
-    }
-
-    /** A nested value as JSON text (for a query parameter holding an object). */
-    static String jsonText(JsonNode value) {
-        return new String(bodyBytes(value), StandardCharsets.UTF_8);
+    /** Whether {@link #close()} was called (on this executor or any view of it). */
+    public boolean isClosed() {
+        return registry.registrar.isClosed();
     }
 
     private RegisteredAction lookup(String action) {
@@ -630,23 +288,6 @@ public final class WebServiceExecutor {
                     + registry.actions.keySet());
         }
         return registered;
-    }
-
-    /** Tenant and run are key material: a lone surrogate is refused when they are set. */
-    private static String checkText(String what, String value) {
-        if (value == null) {
-            return null;
-        }
-        for (int i = 0; i < value.length(); i++) {
-            char c = value.charAt(i);
-            if (Character.isHighSurrogate(c) && i + 1 < value.length() && Character.isLowSurrogate(value.charAt(i + 1))) {
-                i++;
-            } else if (Character.isSurrogate(c)) {
-                throw new IllegalArgumentException(what + " contains a lone surrogate \\u"
-                        + Integer.toHexString(c) + " at index " + i + "; use whole characters");
-            }
-        }
-        return value;
     }
 
     /** Builds a {@link WebServiceExecutor}; {@link #build()} registers and validates every action. */
@@ -674,13 +315,21 @@ public final class WebServiceExecutor {
             return this;
         }
 
-        /** Where records live; default a new {@link InMemoryIdempotencyStore}. Share it with a {@link ToolDispatcher} to share records. */
+        /**
+         * Where records live; default a new {@link InMemoryIdempotencyStore} owned by the executor.
+         * Share it with a {@link ToolDispatcher} to share records; it stays open when the executor
+         * is closed.
+         */
         public Builder store(IdempotencyStore store) {
             this.store = store;
             return this;
         }
 
-        /** The client that sends requests (timeouts per request come from {@link WebService#timeoutMs()}); default {@link HttpClient#newHttpClient()}. */
+        /**
+         * The client that sends requests (timeouts per request come from {@link WebService#timeoutMs()});
+         * default {@link HttpClient#newHttpClient()}, owned by the executor. A client given here is
+         * never closed by it.
+         */
         public Builder httpClient(HttpClient client) {
             this.client = client;
             return this;
@@ -741,12 +390,12 @@ public final class WebServiceExecutor {
         }
 
         public Builder tenant(String tenant) {
-            this.tenant = checkText("tenant", tenant);
+            this.tenant = Registrar.checkText("tenant", tenant);
             return this;
         }
 
         public Builder run(String run) {
-            this.run = checkText("run", run);
+            this.run = Registrar.checkText("run", run);
             return this;
         }
 
@@ -760,18 +409,6 @@ public final class WebServiceExecutor {
         }
 
         private Registry registry() {
-            NativeIdempotencyStore s;
-            if (store == null) {
-                s = new InMemoryIdempotencyStore();
-            } else if (store instanceof NativeIdempotencyStore) {
-                s = (NativeIdempotencyStore) store;
-            } else {
-                throw new IllegalArgumentException("store " + store.getClass().getName() + " is not run by the idemkit"
-                        + " core; use InMemoryIdempotencyStore, RedisIdempotencyStore or PostgresIdempotencyStore");
-            }
-            if (s.isClosed()) {
-                throw new IllegalStateException("the store " + s.describe() + " is closed");
-            }
             if (baseUri != null) {
                 URI parsed;
                 try {
@@ -787,15 +424,23 @@ public final class WebServiceExecutor {
             ObjectMapper m = mapper != null ? mapper : ResultTypes.defaultMapper();
             Map<String, List<String>> fixed = new LinkedHashMap<>();
             headers.forEach((name, values) -> fixed.put(name, List.copyOf(values)));
-            return new Registry(s, client != null ? client : HttpClient.newHttpClient(), baseUri,
-                    Collections.unmodifiableMap(fixed), new Retry(maxAttempts, backoffMs), keyHeaderForm, m);
+            HttpExchange http = new HttpExchange(client != null ? client : HttpClient.newHttpClient(), client == null,
+                    Collections.unmodifiableMap(fixed), maxAttempts, backoffMs,
+                    keyHeaderForm == KeyHeaderForm.STRUCTURED_STRING);
+            Registrar registrar = new Registrar(store, "the web-service executor", http::close);
+            return new Registry(registrar, http, baseUri, m);
         }
 
         /** Builds the executor and registers every role's actions (refusals as for {@link WebServiceExecutor#register}). */
         public WebServiceExecutor build() {
             WebServiceExecutor executor = new WebServiceExecutor(registry(), tenant, run);
             if (!roles.isEmpty()) {
-                executor.register(roles.toArray());
+                try {
+                    executor.register(roles.toArray());
+                } catch (RuntimeException refused) {
+                    executor.close();
+                    throw refused;
+                }
             }
             return executor;
         }

@@ -76,24 +76,6 @@ class BoundaryTest {
     }
 
     @Test
-    void derive_key_gives_the_key_a_call_would_get_without_a_store() {
-        NativeLibrary.load();
-        long tool = NativeBridge.toolNew("book", "HASH_INPUT", 3600, "RETURN_CACHED", false, new String[0], 300, 0, null);
-        try {
-            NativeContext context = new NativeContext(null, null);
-            JsonInput input = JsonInput.ofText("{\"flight\":\"BA117\"}");
-            assertEquals("16aaec1b968f0c9ed7997809bfdba63ad58b7ba07512bef2fc513f1cf96b8f63",
-                    NativeBridge.deriveKey(tool, context.handle, input.bytes, input.length));
-            JsonInput lone = JsonInput.ofText("{\"flight\":\"\uD800\"}");
-            assertThrows(InvalidKeyException.class,
-                    () -> NativeBridge.deriveKey(tool, context.handle, lone.bytes, lone.length));
-            java.lang.ref.Reference.reachabilityFence(context);
-        } finally {
-            NativeBridge.toolDestroy(tool);
-        }
-    }
-
-    @Test
     void store_close_is_idempotent_and_later_calls_are_refused() {
         InMemoryIdempotencyStore store = new InMemoryIdempotencyStore();
         store.close();

@@ -20,9 +20,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 
 /**
- * The key vectors (SPEC §2, tests/vectors/keys-v1.json) from Java: the JSON input handed to the dispatcher produces the
- * vector's key, seen through {@link IdempotencyContext} inside a tool named as the vector's scope;
- * refusals throw {@link InvalidKeyException}. {@code native_numbers} from real doubles and floats.
+ * The key vectors (SPEC §2, tests/vectors/keys-v1.json) from Java: the public {@link IdempotencyKeys} gives each
+ * vector's key from its JSON text, and so does the dispatcher (the key seen through {@link IdempotencyContext} inside
+ * a tool named as the vector's scope); refusals throw {@link InvalidKeyException} on both. {@code native_numbers}
+ * from real doubles and floats, through the dispatcher.
  */
 class KeyVectorsTest {
     /** A tool that records the key it ran under. */
@@ -93,13 +94,22 @@ class KeyVectorsTest {
                 java.util.function.Function<ToolDispatcher, Object> call = strategy == KeyStrategy.EXPLICIT
                         ? d -> d.call(scope, Map.of("k", v.get("explicit_key").asText()))
                         : d -> d.call(scope, v.get("input").asText());
-                java.util.function.Supplier<String> derive = () -> keyOf(scope, text(v, "tenant"), text(v, "run"),
+                String tenant = text(v, "tenant");
+                String run = text(v, "run");
+                java.util.function.Supplier<String> derive = () -> keyOf(scope, tenant, run,
                         strategy, args.toArray(new String[0]), call);
+                java.util.function.Supplier<String> publicCall = strategy == KeyStrategy.EXPLICIT
+                        ? () -> IdempotencyKeys.deriveExplicit(scope, tenant, run, v.get("explicit_key").asText())
+                        : () -> IdempotencyKeys.derive(scope, tenant, run, v.get("input").asText(), args);
                 if (v.path("error").asBoolean(false)) {
-                    InvalidKeyException e = assertThrows(InvalidKeyException.class, derive::get);
+                    InvalidKeyException e = assertThrows(InvalidKeyException.class, publicCall::get);
+                    assertEquals(ErrorKind.INVALID_KEY, e.kind());
+                    assertEquals(scope, e.tool());
+                    e = assertThrows(InvalidKeyException.class, derive::get, "through a dispatcher");
                     assertEquals(ErrorKind.INVALID_KEY, e.kind());
                 } else {
-                    assertEquals(v.get("key").asText(), derive.get());
+                    assertEquals(v.get("key").asText(), publicCall.get());
+                    assertEquals(v.get("key").asText(), derive.get(), "through a dispatcher");
                 }
             }));
         }

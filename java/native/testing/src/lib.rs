@@ -1,0 +1,177 @@
+//! The test library of idemkit's Java binding, `libidemkit_jni_testing`: every JNI export of the
+//! production library (`idemkit-jni`, linked in as an rlib: one copy of the core) plus the
+//! test-only exports of `dev.idemkit.NativeTestSupport` (in the Java test sources). The Java
+//! tests load this library *instead of* `libidemkit_jni` (`-Didemkit.native.path`, set by
+//! Maven's surefire configuration); the jar bundles only the production library, which exports
+//! no test-only symbol.
+//!
+//! The test exports go through the production crate's own boundary (`entry`), so a panic or an
+//! error here reaches Java exactly as one in a real export would.
+
+// Brings in the production exports: without a use of the crate, its `#[no_mangle]` entry points
+// would not be linked into this library.
+#[allow(unused_imports)]
+pub use idemkit_jni::*;
+
+use idemkit::key::KeyError;
+use idemkit::{CallContext, Error, KeyInput, KeyStrategy, Policy, Tool};
+use idemkit_jni::__testing::{entry, Failure, Result};
+use jni::objects::{JClass, JString};
+use jni::sys::{jint, jlong};
+use jni::{Env, EnvUnowned};
+
+fn string(env: &Env<'_>, s: &JString<'_>) -> Result<Option<String>> {
+    if s.is_null() {
+        return Ok(None);
+    }
+    Ok(Some(s.try_to_string(env)?))
+}
+
+/// Answers whether this is the test library (`NativeTestSupport` checks it once, to say which
+/// library to load when the production one was loaded instead).
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeTestSupport_isTestLibrary<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+) -> jni::sys::jboolean {
+    entry(&mut env, |_| Ok(true))
+}
+
+/// A panic at the boundary.
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeTestSupport_panic<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+) {
+    entry(&mut env, |_| -> Result<()> {
+        panic!("provoked by NativeTestSupport.panic()")
+    })
+}
+
+/// An `idemkit::Error` of the kind with this code, as the executor would raise it.
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeTestSupport_throwKind<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    code: jint,
+) {
+    entry(&mut env, |_| provoke_kind(code))
+}
+
+fn provoke_kind(code: jint) -> Result<()> {
+    use idemkit::ErrorKind as K;
+    let tool = "test_tool".to_owned();
+    let key = "0".repeat(64);
+    let kind = K::from_code(code)
+        .ok_or_else(|| Failure::IllegalArgument(format!("no error kind has code {code}")))?;
+    let error = match kind {
+        K::InvalidKey => Error::InvalidKey {
+            tool,
+            source: KeyError::BlankExplicitKey,
+        },
+        K::Configuration => {
+            Error::Configuration("ttlSeconds must be > 0 on `test_tool`; it was 0".into())
+        }
+        K::CachedFailure => Error::CachedFailure {
+            tool,
+            key,
+            error_type: "java.io.IOException".into(),
+            message: "disk full".into(),
+        },
+        K::FailFast => Error::FailFast {
+            tool,
+            key,
+            state: "completed",
+        },
+        K::InProgress => Error::InProgress {
+            tool,
+            key,
+            waited_ms: 5,
+        },
+        K::Indeterminate => Error::Indeterminate {
+            tool,
+            key,
+            tenant: None,
+        },
+        K::StoreUnavailable => Error::StoreUnavailable {
+            tool,
+            message: "connection refused".into(),
+        },
+        K::OutcomeTooLarge => Error::OutcomeTooLarge {
+            tool,
+            key,
+            bytes: 2 << 20,
+        },
+        K::Timeout => Error::Timeout {
+            tool,
+            key,
+            timeout_ms: 10,
+            outcome: "its outcome is unknown".into(),
+        },
+        K::Internal => Error::Internal("provoked".into()),
+    };
+    Err(Failure::Idemkit(error))
+}
+
+/// A Rust `Executor::call` on the Java store `store` (through the public
+/// `idemkit_jni::executor_of`, as a Rust application would), whose body returns the JSON
+/// `result`. Answers `{"ran":<body runs>,"result":<the call's result>}`.
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeTestSupport_rustCall<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+    tool: JString<'l>,
+    tenant: JString<'l>,
+    run: JString<'l>,
+    input: JString<'l>,
+    result: JString<'l>,
+) -> JString<'l> {
+    entry(&mut env, |env| {
+        rust_call(env, store, &tool, &tenant, &run, &input, &result)
+    })
+}
+
+fn rust_call<'l>(
+    env: &mut Env<'l>,
+    store: jlong,
+    tool: &JString<'_>,
+    tenant: &JString<'_>,
+    run: &JString<'_>,
+    input: &JString<'_>,
+    result: &JString<'_>,
+) -> Result<JString<'l>> {
+    // SAFETY: the Java caller holds the store open across this call (`NativeTestSupport`), and
+    // this library is the one that opened it.
+    let executor =
+        unsafe { executor_of(store) }.ok_or(Failure::NullHandle("the idempotency store"))?;
+    let tool = Tool::new(
+        string(env, tool)?.unwrap_or_default(),
+        Policy::new(KeyStrategy::HashInput),
+    )?;
+    let context = CallContext {
+        tenant: string(env, tenant)?,
+        run: string(env, run)?,
+    };
+    let input = string(env, input)?.unwrap_or_else(|| "null".to_owned());
+    let result = string(env, result)?.unwrap_or_else(|| "null".to_owned());
+    let result: serde_json::Value = serde_json::from_str(&result)
+        .map_err(|e| Failure::IllegalArgument(format!("result is not JSON: {e}")))?;
+    let ran = std::sync::atomic::AtomicU64::new(0);
+    let answer = idemkit::runtime::block_on(executor.call(
+        &tool,
+        &context,
+        KeyInput::Json(&input),
+        |_| async {
+            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok::<_, String>(result)
+        },
+    ));
+    let value: serde_json::Value = match answer {
+        Ok(value) => value,
+        Err(idemkit::CallError::Idempotency(e)) => return Err(Failure::Idemkit(e)),
+        Err(idemkit::CallError::Body(e)) => return Err(Failure::IllegalArgument(e)),
+    };
+    let reply = serde_json::json!({ "ran": ran.into_inner(), "result": value });
+    Ok(JString::from_str(env, reply.to_string())?)
+}
