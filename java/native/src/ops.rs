@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use std::time::Duration;
 
+use idemkit::error::StoreOperation;
 use idemkit::store::StoreOptions;
 use idemkit::{
     Answer, BodyReport, CallContext, Error, Executor, Failure as BodyFailure, KeyStrategy, Policy,
@@ -127,20 +128,24 @@ pub(crate) fn store_forget(env: &mut Env<'_>, store: jlong, tenant: &JString<'_>
     let store = handles::store(store)?;
     let tenant = string(env, tenant)?;
     let forgotten = idemkit::runtime::block_on(store.executor.store().forget(tenant.as_deref()))
-        .map_err(|e| store_error("forget", &store, e))?;
+        .map_err(|e| store_error(StoreOperation::Forget { tenant }, &store, e))?;
     Ok(forgotten as jlong)
 }
 
 pub(crate) fn store_purge_expired(store: jlong) -> Result<jlong> {
     let store = handles::store(store)?;
     let purged = idemkit::runtime::block_on(store.executor.store().purge_expired())
-        .map_err(|e| store_error("purgeExpired", &store, e))?;
+        .map_err(|e| store_error(StoreOperation::PurgeExpired, &store, e))?;
     Ok(purged as jlong)
 }
 
-fn store_error(operation: &str, store: &StoreHandle, error: idemkit::StoreError) -> Failure {
-    Failure::Idemkit(Error::StoreUnavailable {
-        tool: operation.to_owned(),
+fn store_error(
+    operation: StoreOperation,
+    store: &StoreHandle,
+    error: idemkit::StoreError,
+) -> Failure {
+    Failure::Idemkit(Error::StoreOperation {
+        operation,
         message: format!("{error} ({})", store.executor.store().describe()),
     })
 }
@@ -506,8 +511,8 @@ pub(crate) fn postgres_create_table(
         idemkit::StoreError::Configuration(message) => {
             Failure::Idemkit(Error::Configuration(message))
         }
-        other => Failure::Idemkit(Error::StoreUnavailable {
-            tool: "createTableIfMissing".into(),
+        other => Failure::Idemkit(Error::StoreOperation {
+            operation: StoreOperation::CreateTable,
             message: other.to_string(),
         }),
     };
