@@ -73,13 +73,11 @@ final class IdempotentInvoker {
     static final class NativeTool {
         final String name;
         final KeyStrategy strategy;
-        final boolean hasTimeout;
         final long handle;
 
-        NativeTool(String name, KeyStrategy strategy, boolean hasTimeout, long handle) {
+        NativeTool(String name, KeyStrategy strategy, long handle) {
             this.name = name;
             this.strategy = strategy;
-            this.hasTimeout = hasTimeout;
             this.handle = handle;
         }
     }

@@ -202,7 +202,7 @@ final class Registrar {
         long lease = policy == null ? NativeBridge.DEFAULT_LEASE_SECONDS : policy.leaseSeconds();
         long handle = NativeBridge.toolNew(name, p.strategy().name(), ttl, p.onCacheHit().name(), p.cacheFailures(),
                 p.keyArguments(), lease, timeoutMs, parameters);
-        return new IdempotentInvoker.NativeTool(name, p.strategy(), timeoutMs > 0, handle);
+        return new IdempotentInvoker.NativeTool(name, p.strategy(), handle);
     }
 
     /**
