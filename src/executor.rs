@@ -843,19 +843,32 @@ impl Executor {
             // late complete) is held for the inline time, to be told whether it was recorded.
             inline_until = inline_until.min(deadline);
         }
-        let settler = Settler {
+        let lease_until = attempt
+            .lease_until
+            .unwrap_or(now + attempt.tool().policy().lease);
+        self.settler(attempt, key, lease_until, what)
+            .run(inline_until)
+            .await
+    }
+
+    /// Everything settling `attempt`'s claim needs, owned, so that it can go on in a task.
+    fn settler<T: Borrow<Tool>>(
+        &self,
+        attempt: &Attempt<T>,
+        key: Key,
+        lease_until: Instant,
+        what: Settlement,
+    ) -> Settler {
+        Settler {
             store: self.store.clone(),
             events: self.events.clone(),
             tool: attempt.tool().name().to_owned(),
             tenant: attempt.tenant.clone(),
             key,
             token: attempt.token,
-            lease_until: attempt
-                .lease_until
-                .unwrap_or(now + attempt.tool().policy().lease),
+            lease_until,
             what,
-        };
-        settler.run(inline_until).await
+        }
     }
 
     /// Claims on a task of its own and waits for the answer until `deadline`; `None` when the
@@ -871,16 +884,7 @@ impl Executor {
     ) -> Option<Result<ClaimReply, StoreError>> {
         let key = attempt.key?;
         let store = self.store.clone();
-        let settler = Settler {
-            store: self.store.clone(),
-            events: self.events.clone(),
-            tool: attempt.tool().name().to_owned(),
-            tenant: attempt.tenant.clone(),
-            key,
-            token: attempt.token,
-            lease_until,
-            what: Settlement::ReleaseUnrun,
-        };
+        let settler = self.settler(attempt, key, lease_until, Settlement::ReleaseUnrun);
         let scope = request.scope.to_owned();
         let (lease_ms, ttl_ms, retry_failure) =
             (request.lease_ms, request.ttl_ms, request.retry_failure);
@@ -924,16 +928,7 @@ impl Executor {
     /// Frees, in the background, a claim that may have landed although its reply was lost.
     fn release_lost_claim<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, lease_until: Instant) {
         let Some(key) = attempt.key else { return };
-        let settler = Settler {
-            store: self.store.clone(),
-            events: self.events.clone(),
-            tool: attempt.tool().name().to_owned(),
-            tenant: attempt.tenant.clone(),
-            key,
-            token: attempt.token,
-            lease_until,
-            what: Settlement::ReleaseUnrun,
-        };
+        let settler = self.settler(attempt, key, lease_until, Settlement::ReleaseUnrun);
         spawn_settling(settler.background(0));
     }
 
