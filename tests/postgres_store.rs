@@ -905,12 +905,24 @@ impl PrivatePostgres {
     }
 
     fn run(program: &str, args: &[&str]) -> bool {
-        Self::command(program)
-            .args(args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+        let output = Self::command(program).args(args).output();
+        match output {
+            Ok(o) if o.status.success() => true,
+            Ok(o) => {
+                // Say why, so that a failure in a loaded CI run can be read from its log.
+                eprintln!(
+                    "{program} {args:?} failed ({}): {}{}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                false
+            }
+            Err(e) => {
+                eprintln!("{program} could not run: {e}");
+                false
+            }
+        }
     }
 
     /// `None` (and a loud skip) when initdb or pg_ctl cannot run here.
@@ -956,6 +968,13 @@ impl PrivatePostgres {
                 "-D", &data, "-o", &options, "-l", &log, "-m", "fast", "-w", action,
             ],
         )
+    }
+
+    /// The last lines of the server's log.
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
     fn url(&self) -> String {
@@ -1018,7 +1037,13 @@ async fn every_operation_works_at_once_after_a_server_restart() {
         ..Default::default()
     };
     let outcome = Outcome::success(r#""settled""#).unwrap();
-    let restart = || assert!(server.pg_ctl("restart"), "pg_ctl restart");
+    let restart = || {
+        assert!(
+            server.pg_ctl("restart"),
+            "pg_ctl restart; the server's log ends with:\n{}",
+            server.log_tail()
+        )
+    };
 
     restart();
     store.get(id(0)).await.expect("get");

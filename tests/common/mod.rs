@@ -79,8 +79,18 @@ pub fn tool(name: &str, lease: Duration) -> Tool {
     Tool::new(name, Policy::new(KeyStrategy::Explicit).with_lease(lease)).unwrap()
 }
 
-/// A port that was free a moment ago.
+/// A port that was free a moment ago, below the kernel's ephemeral range (32768–60999 by
+/// default): a private server restarted on it must not find it taken by an outgoing connection
+/// that another test opened meanwhile.
 pub fn free_port() -> u16 {
+    use std::hash::{BuildHasher, RandomState};
+    let random = RandomState::new();
+    for attempt in 0u32..1_000 {
+        let port = 20_000 + (random.hash_one(attempt) % 12_000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
