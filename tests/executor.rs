@@ -984,17 +984,7 @@ async fn a_rust_body_overrunning_its_deadline_is_cancelled_and_abandoned_at_the_
     assert_eq!(error.kind(), ErrorKind::Timeout);
     assert!(error.to_string().contains("outcome is unknown"), "{error}");
     // In progress until the lease ends, then abandoned: a repeat runs nothing.
-    let runs = AtomicUsize::new(0);
-    assert_eq!(
-        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
-        ErrorKind::InProgress
-    );
-    clock.advance(Duration::from_secs(31));
-    assert_eq!(
-        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
-        ErrorKind::Indeterminate
-    );
-    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    in_progress_then_indeterminate(&exec, &clock, &t).await;
 }
 
 #[tokio::test]
@@ -1067,17 +1057,7 @@ async fn a_cancelled_body_leaves_its_claim_in_progress_until_the_lease_ends() {
     assert_eq!(reported.recording, idemkit::Recording::LeftInProgress);
     let error = timeout_of(reported.answer);
     assert!(error.to_string().contains("outcome is unknown"), "{error}");
-    let runs = AtomicUsize::new(0);
-    assert_eq!(
-        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
-        ErrorKind::InProgress
-    );
-    clock.advance(Duration::from_secs(31));
-    assert_eq!(
-        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
-        ErrorKind::Indeterminate
-    );
-    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    in_progress_then_indeterminate(&exec, &clock, &t).await;
 }
 
 #[tokio::test]
@@ -1209,4 +1189,20 @@ async fn prepare_raw_keys_on_what_the_strategy_uses() {
         .prepare_raw(&uuid, &ctx, idemkit::RawInput::default())
         .unwrap();
     assert_eq!(attempt.key_text().map(|k| k.len()), Some(36));
+}
+
+/// A repeat finds the claim in progress, then abandoned (indeterminate) once the 30 s lease has
+/// ended; neither repeat runs the body.
+async fn in_progress_then_indeterminate(exec: &Executor, clock: &ManualClock, t: &Tool) {
+    let runs = AtomicUsize::new(0);
+    assert_eq!(
+        kind(send(exec, t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::InProgress
+    );
+    clock.advance(Duration::from_secs(31));
+    assert_eq!(
+        kind(send(exec, t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::Indeterminate
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
