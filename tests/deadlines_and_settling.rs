@@ -521,20 +521,9 @@ async fn a_paused_server_never_holds_the_caller_and_the_outcome_lands_after_sigc
     if redis_url().is_none() {
         return;
     }
-    let Some(server) = PausedRedis::start() else {
+    let Some((server, store, executor, tool)) = on_a_private_redis(400).await else {
         return;
     };
-    let server = Arc::new(server);
-    let url = format!("redis://127.0.0.1:{}/0", server.port);
-    let store = idemkit::store::open(&url, &StoreOptions::default())
-        .await
-        .unwrap();
-    let executor = Executor::new(store.clone());
-    let tool = explicit(
-        "send_invoice",
-        Duration::from_secs(5),
-        Some(Duration::from_millis(400)),
-    );
     let tenant = random_tenant();
     let context = CallContext::new().tenant(tenant.as_str());
     let runs = Arc::new(AtomicUsize::new(0));
@@ -594,19 +583,9 @@ async fn a_claim_cut_short_by_the_deadline_is_released_once_it_lands() {
     if redis_url().is_none() {
         return;
     }
-    let Some(server) = PausedRedis::start() else {
+    let Some((server, store, executor, tool)) = on_a_private_redis(300).await else {
         return;
     };
-    let url = format!("redis://127.0.0.1:{}/0", server.port);
-    let store = idemkit::store::open(&url, &StoreOptions::default())
-        .await
-        .unwrap();
-    let executor = Executor::new(store.clone());
-    let tool = explicit(
-        "send_invoice",
-        Duration::from_secs(5),
-        Some(Duration::from_millis(300)),
-    );
     let tenant = random_tenant();
     let context = CallContext::new().tenant(tenant.as_str());
     let runs = AtomicUsize::new(0);
@@ -640,4 +619,23 @@ async fn a_claim_cut_short_by_the_deadline_is_released_once_it_lands() {
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     assert_eq!(call().await.unwrap(), 10);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// A private redis-server (to pause), a store and an executor on it, and an `EXPLICIT` tool with
+/// a 5 s lease and a `timeout_ms` deadline; `None` (a loud skip) without the binary.
+async fn on_a_private_redis(
+    timeout_ms: u64,
+) -> Option<(Arc<PausedRedis>, Arc<dyn Store>, Executor, Tool)> {
+    let server = Arc::new(PausedRedis::start()?);
+    let url = format!("redis://127.0.0.1:{}/0", server.port);
+    let store = idemkit::store::open(&url, &StoreOptions::default())
+        .await
+        .unwrap();
+    let executor = Executor::new(store.clone());
+    let tool = explicit(
+        "send_invoice",
+        Duration::from_secs(5),
+        Some(Duration::from_millis(timeout_ms)),
+    );
+    Some((server, store, executor, tool))
 }
