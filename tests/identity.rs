@@ -45,50 +45,34 @@ async fn nfc_equal_tenants_share_one_record(store: Arc<dyn Store>, tool_name: &s
     let runs = AtomicUsize::new(0);
     let composed = CallContext::new().tenant(COMPOSED);
     let decomposed = CallContext::new().tenant(DECOMPOSED);
-    let first = call(
-        &executor,
-        &tool,
-        &composed,
-        KeyInput::Json(INPUT),
-        &runs,
-        "first",
-    );
-    assert_eq!(first.await.unwrap(), "first");
-    let second = call(
-        &executor,
-        &tool,
-        &decomposed,
-        KeyInput::Json(INPUT),
-        &runs,
-        "second",
-    );
-    assert_eq!(
-        second.await.unwrap(),
-        "first",
-        "the NFD spelling gets the record"
-    );
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the body ran once");
-    // And the other way round, for a tenant first seen in NFD.
-    let input = r#"{"to":"bo@example.com"}"#;
-    let third = call(
-        &executor,
-        &tool,
-        &decomposed,
-        KeyInput::Json(input),
-        &runs,
-        "third",
-    );
-    assert_eq!(third.await.unwrap(), "third");
-    let fourth = call(
-        &executor,
-        &tool,
-        &composed,
-        KeyInput::Json(input),
-        &runs,
-        "fourth",
-    );
-    assert_eq!(fourth.await.unwrap(), "third");
-    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    // (spelling, input, what the body would return, what the caller gets)
+    let other = r#"{"to":"bo@example.com"}"#;
+    let calls = [
+        (&composed, INPUT, "first", "first"),
+        // The NFD spelling gets the record.
+        (&decomposed, INPUT, "second", "first"),
+        // And the other way round, for a tenant first seen in NFD.
+        (&decomposed, other, "third", "third"),
+        (&composed, other, "fourth", "third"),
+    ];
+    for (i, (context, input, returns, expected)) in calls.into_iter().enumerate() {
+        let got = call(
+            &executor,
+            &tool,
+            context,
+            KeyInput::Json(input),
+            &runs,
+            returns,
+        )
+        .await;
+        assert_eq!(got.unwrap(), expected, "call {}", i + 1);
+        let ran = if i < 2 { 1 } else { 2 };
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            ran,
+            "the body ran once per record"
+        );
+    }
 }
 
 fn key_of(tool: &str, tenant: &str, input: &str) -> idemkit::Key {
