@@ -301,6 +301,40 @@ impl RedisStore {
         StoreError::unavailable(format!("Redis at {}: {e}", self.url))
     }
 
+    /// SCANs `pattern` on every primary in batches and sends `command` for each key that `keep`
+    /// accepts, one pipeline per batch; answers the sum of the replies (what was removed).
+    async fn sweep(
+        &self,
+        pattern: &str,
+        keep: impl Fn(&str) -> bool,
+        command: impl Fn(&mut redis::Pipeline, &str),
+    ) -> Result<u64, StoreError> {
+        let mut removed = 0u64;
+        for mut primary in self.primaries().await? {
+            let mut cursor = 0u64;
+            loop {
+                let (next, keys) = self.scan(&mut primary, cursor, pattern, SCAN_BATCH).await?;
+                let keys: Vec<String> = keys.into_iter().filter(|k| keep(k)).collect();
+                if !keys.is_empty() {
+                    let mut pipe = redis::pipe();
+                    for key in &keys {
+                        command(&mut pipe, key);
+                    }
+                    let counts = primary
+                        .pipeline(&pipe, keys.len())
+                        .await
+                        .map_err(|e| self.error(e))?;
+                    removed += sum(&counts)?;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(removed)
+    }
+
     async fn scan(
         &self,
         node: &mut Node,
@@ -720,33 +754,16 @@ impl Store for RedisStore {
             glob_escape(&self.prefix),
             tenant_segment(tenant.as_deref())
         );
-        let mut removed = 0u64;
-        for mut primary in self.primaries().await? {
-            let mut cursor = 0u64;
-            loop {
-                let (next, keys) = self
-                    .scan(&mut primary, cursor, &pattern, SCAN_BATCH)
-                    .await?;
-                if !keys.is_empty() {
-                    // One UNLINK per key, pipelined: one round trip per batch, and no multi-key
-                    // command that Redis Cluster would refuse across slots.
-                    let mut pipe = redis::pipe();
-                    for key in &keys {
-                        pipe.cmd("UNLINK").arg(key);
-                    }
-                    let counts = primary
-                        .pipeline(&pipe, keys.len())
-                        .await
-                        .map_err(|e| self.error(e))?;
-                    removed += sum(&counts)?;
-                }
-                if next == 0 {
-                    break;
-                }
-                cursor = next;
-            }
-        }
-        Ok(removed)
+        // One UNLINK per key, pipelined: one round trip per batch, and no multi-key command that
+        // Redis Cluster would refuse across slots.
+        self.sweep(
+            &pattern,
+            |_| true,
+            |pipe, key| {
+                pipe.cmd("UNLINK").arg(key);
+            },
+        )
+        .await
     }
 
     async fn purge_expired(&self) -> Result<u64, StoreError> {
@@ -757,38 +774,17 @@ impl Store for RedisStore {
         // SCRIPT LOAD: on a cluster the client sends it to every primary.
         self.run(|mut c| async move { PURGE_ONE.prepare_invoke().load_async(&mut c).await })
             .await?;
-        let mut removed = 0u64;
-        for mut primary in self.primaries().await? {
-            let mut cursor = 0u64;
-            loop {
-                let (next, keys) = self
-                    .scan(&mut primary, cursor, &pattern, SCAN_BATCH)
-                    .await?;
-                let keys: Vec<String> = keys
-                    .into_iter()
-                    .filter(|k| k.strip_prefix(&self.prefix).is_some_and(is_record_suffix))
-                    .collect();
-                if !keys.is_empty() {
-                    let mut pipe = redis::pipe();
-                    for key in &keys {
-                        pipe.cmd("EVALSHA")
-                            .arg(PURGE_ONE.get_hash())
-                            .arg(1)
-                            .arg(key);
-                    }
-                    let counts = primary
-                        .pipeline(&pipe, keys.len())
-                        .await
-                        .map_err(|e| self.error(e))?;
-                    removed += sum(&counts)?;
-                }
-                if next == 0 {
-                    break;
-                }
-                cursor = next;
-            }
-        }
-        Ok(removed)
+        self.sweep(
+            &pattern,
+            |key| key.strip_prefix(&self.prefix).is_some_and(is_record_suffix),
+            |pipe, key| {
+                pipe.cmd("EVALSHA")
+                    .arg(PURGE_ONE.get_hash())
+                    .arg(1)
+                    .arg(key);
+            },
+        )
+        .await
     }
 
     fn max_outcome_bytes(&self) -> usize {
