@@ -85,9 +85,11 @@ if wants rust || wants c || wants java; then
 fi
 
 if wants fmt; then
-  header "format: the core and the JNI crate (java/native)"
+  header "format: the core, the JNI crate (java/native) and the Java sources"
   step fmt cargo fmt --all --check
   step fmt-native cargo fmt --manifest-path "$native" --all --check
+  # google-java-format (AOSP style) through Spotless; `mvn -f java/pom.xml spotless:apply` fixes.
+  step fmt-java mvn -B -q -f java/pom.xml spotless:check
 fi
 
 if wants clippy; then
@@ -108,7 +110,8 @@ fi
 
 if wants java; then
   header "Java: JNI bindings, annotations, stores, web-service executor"
-  step java mvn -B -f java/pom.xml verify
+  # The format check is the fmt step's (fmt-java); here it would count the same failure twice.
+  step java mvn -B -f java/pom.xml verify -Dspotless.check.skip=true
 fi
 
 # One closing line for the whole run.
@@ -150,7 +153,7 @@ for name, count in counters.items():
         failed += 1  # failed before (or without) reporting a failed test: a build error, a crash
 for name in failed_steps:
     if name not in counters:
-        failed += 1  # services, fmt, fmt-native, clippy, clippy-native
+        failed += 1  # services, fmt, fmt-native, fmt-java, clippy, clippy-native
 if failed_steps:
     print("\nfailed steps: " + ", ".join(failed_steps))
 print(f"\ntotal: {passed} passed, {failed} failed, {skipped} skipped")

@@ -1,6 +1,9 @@
 package dev.idemkit;
 
-/** The stable kind of an {@link IdempotencyException}; the codes are those of the Rust core and the C ABI. */
+/**
+ * The stable kind of an {@link IdempotencyException}; the codes are those of the Rust core and the
+ * C ABI.
+ */
 public enum ErrorKind {
     INVALID_KEY(1),
     CONFIGURATION(2),

@@ -25,24 +25,37 @@ import java.util.concurrent.TimeoutException;
  */
 final class HttpExchange {
     private static final System.Logger LOG = System.getLogger("dev.idemkit");
+
     /** The header every key-carrying request gets. */
     static final String KEY_HEADER = "Idempotency-Key";
-    /** How long past the deadline a response body may still be arriving before the exchange is cut. */
+
+    /**
+     * How long past the deadline a response body may still be arriving before the exchange is cut.
+     */
     private static final long BODY_GRACE_MS = 50;
+
     private static final long MAX_BACKOFF_MS = 30_000;
 
     final HttpClient client;
+
     /** Whether the executor created {@link #client} (then it closes it, where the JDK can). */
     private final boolean ownsClient;
+
     private final Map<String, List<String>> headers;
     private final boolean setsContentType;
     private final int maxAttempts;
     private final long backoffMs;
+
     /** The key as an RFC 8941 string ({@code "9f86d0..."}) rather than bare. */
     private final boolean quotedKey;
 
-    HttpExchange(HttpClient client, boolean ownsClient, Map<String, List<String>> headers, int maxAttempts,
-            long backoffMs, boolean quotedKey) {
+    HttpExchange(
+            HttpClient client,
+            boolean ownsClient,
+            Map<String, List<String>> headers,
+            int maxAttempts,
+            long backoffMs,
+            boolean quotedKey) {
         this.client = client;
         this.ownsClient = ownsClient;
         this.headers = headers;
@@ -58,12 +71,18 @@ final class HttpExchange {
             try {
                 ((AutoCloseable) client).close();
             } catch (Exception e) {
-                LOG.log(System.Logger.Level.DEBUG, "idemkit: closing the HTTP client failed: {0}", e.toString());
+                LOG.log(
+                        System.Logger.Level.DEBUG,
+                        "idemkit: closing the HTTP client failed: {0}",
+                        e.toString());
             }
         }
     }
 
-    /** The pause before attempt {@code attempt} (2, 3, ...): the backoff, doubled each time, at most 30 s. */
+    /**
+     * The pause before attempt {@code attempt} (2, 3, ...): the backoff, doubled each time, at most
+     * 30 s.
+     */
     private long pauseBefore(int attempt) {
         long pause = backoffMs;
         for (int i = 2; i < attempt && pause < MAX_BACKOFF_MS; i++) {
@@ -72,8 +91,13 @@ final class HttpExchange {
         return Math.min(pause, MAX_BACKOFF_MS);
     }
 
-    /** Sends the request (with transport retries under one key); the body of the idempotent call. */
-    WebServiceResponse<Object> send(RegisteredAction a, RequestTemplate.Request request, IdempotencyContext context,
+    /**
+     * Sends the request (with transport retries under one key); the body of the idempotent call.
+     */
+    WebServiceResponse<Object> send(
+            RegisteredAction a,
+            RequestTemplate.Request request,
+            IdempotencyContext context,
             long started) {
         String key = context.key();
         HttpRequest.Builder builder = HttpRequest.newBuilder(request.uri);
@@ -96,14 +120,27 @@ final class HttpExchange {
         }
         // Repeating a POST or PATCH that carries no key could repeat its effect: only one attempt.
         int attempts = sendsKey || a.method.idempotentByDefinition() ? maxAttempts : 1;
-        long deadline = a.timeoutMs > 0 ? started + TimeUnit.MILLISECONDS.toNanos(a.timeoutMs) : Long.MAX_VALUE;
+        long deadline =
+                a.timeoutMs > 0
+                        ? started + TimeUnit.MILLISECONDS.toNanos(a.timeoutMs)
+                        : Long.MAX_VALUE;
         String uri = request.uri.toString();
-        for (int attempt = 1;; attempt++) {
-            long remaining = deadline == Long.MAX_VALUE ? Long.MAX_VALUE
-                    : TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+        for (int attempt = 1; ; attempt++) {
+            long remaining =
+                    deadline == Long.MAX_VALUE
+                            ? Long.MAX_VALUE
+                            : TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
             if (remaining <= 0) {
-                WebServiceException late = failure(a, uri, 0, "", key, attempt - 1, "did not start its request within"
-                        + " timeoutMs = " + a.timeoutMs, new HttpTimeoutException("deadline passed"));
+                WebServiceException late =
+                        failure(
+                                a,
+                                uri,
+                                0,
+                                "",
+                                key,
+                                attempt - 1,
+                                "did not start its request within" + " timeoutMs = " + a.timeoutMs,
+                                new HttpTimeoutException("deadline passed"));
                 if (attempt == 1) {
                     // Nothing was sent: release the claim as for a body that never ran.
                     throw new IdempotentInvoker.NotRun(late);
@@ -121,20 +158,35 @@ final class HttpExchange {
                 // outcome is unknown. SPEC §3: the claim stays in progress (neither recorded nor
                 // released) and reads as abandoned once its lease ends. (A connect timeout of the
                 // client's own, with time left, is a transport error like any other.)
-                boolean timedOut = transport instanceof HttpTimeoutException && deadline != Long.MAX_VALUE
-                        && deadline - System.nanoTime() <= TimeUnit.MILLISECONDS.toNanos(5);
+                boolean timedOut =
+                        transport instanceof HttpTimeoutException
+                                && deadline != Long.MAX_VALUE
+                                && deadline - System.nanoTime() <= TimeUnit.MILLISECONDS.toNanos(5);
                 if (timedOut) {
-                    throw new IdempotentInvoker.OutcomeUnknown(cutAtDeadline(a, uri, key, attempt, transport));
+                    throw new IdempotentInvoker.OutcomeUnknown(
+                            cutAtDeadline(a, uri, key, attempt, transport));
                 }
                 String what = "got no response (" + transport + ")";
                 if (attempt < attempts && pause(pauseBefore(attempt + 1), deadline)) {
-                    LOG.log(System.Logger.Level.DEBUG, "idemkit: `{0}` {1}; retrying under key {2}", a.name, what, key);
+                    LOG.log(
+                            System.Logger.Level.DEBUG,
+                            "idemkit: `{0}` {1}; retrying under key {2}",
+                            a.name,
+                            what,
+                            key);
                     continue;
                 }
                 throw failure(a, uri, 0, "", key, attempt, what, transport);
             } catch (InterruptedException interrupted) {
                 Thread.currentThread().interrupt();
-                throw failure(a, uri, 0, "", key, attempt, "was interrupted while waiting for its response",
+                throw failure(
+                        a,
+                        uri,
+                        0,
+                        "",
+                        key,
+                        attempt,
+                        "was interrupted while waiting for its response",
                         interrupted);
             }
             int status = response.statusCode();
@@ -145,15 +197,33 @@ final class HttpExchange {
                     value = a.read(response.body(), charset);
                 } catch (IOException unreadable) {
                     String body = new String(response.body(), StandardCharsets.UTF_8);
-                    throw failure(a, uri, status, body, key, attempt, "answered " + status + " with a body that does"
-                            + " not read as " + a.returnType.toCanonical() + " (" + unreadable.getMessage() + ")",
+                    throw failure(
+                            a,
+                            uri,
+                            status,
+                            body,
+                            key,
+                            attempt,
+                            "answered "
+                                    + status
+                                    + " with a body that does"
+                                    + " not read as "
+                                    + a.returnType.toCanonical()
+                                    + " ("
+                                    + unreadable.getMessage()
+                                    + ")",
                             unreadable);
                 }
-                return WebServiceResponse.fresh(value, status, response.headers(), attempt, context);
+                return WebServiceResponse.fresh(
+                        value, status, response.headers(), attempt, context);
             }
             String body = new String(response.body(), charset);
             if (status >= 500 && attempt < attempts && pause(pauseBefore(attempt + 1), deadline)) {
-                LOG.log(System.Logger.Level.DEBUG, "idemkit: `{0}` answered {1}; retrying under key {2}", a.name, status,
+                LOG.log(
+                        System.Logger.Level.DEBUG,
+                        "idemkit: `{0}` answered {1}; retrying under key {2}",
+                        a.name,
+                        status,
                         key);
                 continue;
             }
@@ -162,23 +232,52 @@ final class HttpExchange {
     }
 
     /** An exchange cut at the deadline: its outcome is unknown and its claim stays in progress. */
-    private static IdempotencyTimeoutException cutAtDeadline(RegisteredAction a, String uri, String key, int attempts,
-            IOException cause) {
+    private static IdempotencyTimeoutException cutAtDeadline(
+            RegisteredAction a, String uri, String key, int attempts, IOException cause) {
         boolean claims = a.strategy == KeyStrategy.HASH_INPUT || a.strategy == KeyStrategy.EXPLICIT;
-        String unknown = !claims ? (key == null ? "" : " under key " + key)
-                + "; the outcome is unknown (the request may have reached the service)"
-                : " under key " + key + "; the outcome is unknown (the request may have reached the service), so"
-                        + " the claim stays in progress until its lease (leaseSeconds) ends or an operator resolves it"
-                        + " with `idemkit resolve`: a retry waits for it, then gets IndeterminateOutcomeException";
-        return new IdempotencyTimeoutException(a.method + " " + uri + " (`" + a.name + "`) got no response within"
-                + " timeoutMs = " + a.timeoutMs + (attempts > 1 ? " (attempt " + attempts + ")" : "") + unknown,
-                a.name, key, cause);
+        String unknown =
+                !claims
+                        ? (key == null ? "" : " under key " + key)
+                                + "; the outcome is unknown (the request may have reached the service)"
+                        : " under key "
+                                + key
+                                + "; the outcome is unknown (the request may have reached the service), so"
+                                + " the claim stays in progress until its lease (leaseSeconds) ends or an operator resolves it"
+                                + " with `idemkit resolve`: a retry waits for it, then gets IndeterminateOutcomeException";
+        return new IdempotencyTimeoutException(
+                a.method
+                        + " "
+                        + uri
+                        + " (`"
+                        + a.name
+                        + "`) got no response within"
+                        + " timeoutMs = "
+                        + a.timeoutMs
+                        + (attempts > 1 ? " (attempt " + attempts + ")" : "")
+                        + unknown,
+                a.name,
+                key,
+                cause);
     }
 
-    private static WebServiceException failure(RegisteredAction a, String uri, int status, String body, String key,
-            int attempts, String what, Throwable cause) {
-        StringBuilder message = new StringBuilder().append(a.method).append(' ').append(uri).append(" (`")
-                .append(a.name).append("`) ").append(what);
+    private static WebServiceException failure(
+            RegisteredAction a,
+            String uri,
+            int status,
+            String body,
+            String key,
+            int attempts,
+            String what,
+            Throwable cause) {
+        StringBuilder message =
+                new StringBuilder()
+                        .append(a.method)
+                        .append(' ')
+                        .append(uri)
+                        .append(" (`")
+                        .append(a.name)
+                        .append("`) ")
+                        .append(what);
         if (attempts > 1) {
             message.append(" after ").append(attempts).append(" attempts");
         }
@@ -188,17 +287,22 @@ final class HttpExchange {
         if (!body.isEmpty()) {
             message.append(": ").append(WebServiceException.quote(body));
         }
-        return new WebServiceException(message.toString(), a.name, a.method, uri, status, body, key, attempts, cause);
+        return new WebServiceException(
+                message.toString(), a.name, a.method, uri, status, body, key, attempts, cause);
     }
 
-    /** One exchange, bounded by the deadline (the headers by {@code HttpRequest.timeout}, the body by the wait). */
+    /**
+     * One exchange, bounded by the deadline (the headers by {@code HttpRequest.timeout}, the body
+     * by the wait).
+     */
     private HttpResponse<byte[]> exchange(HttpRequest request, long remainingMs)
             throws IOException, InterruptedException {
-        CompletableFuture<HttpResponse<byte[]>> pending = client.sendAsync(request,
-                HttpResponse.BodyHandlers.ofByteArray());
+        CompletableFuture<HttpResponse<byte[]>> pending =
+                client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
         try {
-            return remainingMs == Long.MAX_VALUE ? pending.get() : pending.get(remainingMs + BODY_GRACE_MS,
-                    TimeUnit.MILLISECONDS);
+            return remainingMs == Long.MAX_VALUE
+                    ? pending.get()
+                    : pending.get(remainingMs + BODY_GRACE_MS, TimeUnit.MILLISECONDS);
         } catch (TimeoutException slow) {
             pending.cancel(true);
             throw new HttpTimeoutException("the response did not arrive within the deadline");
@@ -222,7 +326,8 @@ final class HttpExchange {
 
     /** Sleeps before a retry; false (and no sleep) when the pause would end past the deadline. */
     private static boolean pause(long ms, long deadline) {
-        if (deadline != Long.MAX_VALUE && System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms) >= deadline) {
+        if (deadline != Long.MAX_VALUE
+                && System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms) >= deadline) {
             return false;
         }
         if (ms <= 0) {

@@ -2,9 +2,9 @@ package dev.idemkit;
 
 /**
  * The HTTP method of a {@link WebService} action. {@code POST}, {@code PUT}, {@code PATCH} and
- * {@code DELETE} carry the call's {@code Idempotency-Key} header (SPEC §5); {@code GET},
- * {@code HEAD} and {@code OPTIONS} never do, though a remembered result still answers them
- * without a request.
+ * {@code DELETE} carry the call's {@code Idempotency-Key} header (SPEC §5); {@code GET}, {@code
+ * HEAD} and {@code OPTIONS} never do, though a remembered result still answers them without a
+ * request.
  */
 public enum HttpMethod {
     GET(false, true),

@@ -3,10 +3,10 @@ package dev.idemkit;
 import java.util.Optional;
 
 /**
- * What a running tool body may know about its own call: the key (to pass on as an
- * {@code Idempotency-Key}, or to log), the tenant and run. A tool parameter of this type is filled
- * in by the dispatcher and is not part of the input; {@link #current()} finds it from anywhere in
- * the body. Nested tool calls get their own context and the outer one is restored after them.
+ * What a running tool body may know about its own call: the key (to pass on as an {@code
+ * Idempotency-Key}, or to log), the tenant and run. A tool parameter of this type is filled in by
+ * the dispatcher and is not part of the input; {@link #current()} finds it from anywhere in the
+ * body. Nested tool calls get their own context and the outer one is restored after them.
  */
 public final class IdempotencyContext {
     private static final ThreadLocal<IdempotencyContext> CURRENT = new ThreadLocal<>();
@@ -19,7 +19,13 @@ public final class IdempotencyContext {
     private final KeyStrategy strategy;
     private IdempotencyContext outer;
 
-    IdempotencyContext(String tool, String key, String suppliedKey, String tenant, String run, KeyStrategy strategy) {
+    IdempotencyContext(
+            String tool,
+            String key,
+            String suppliedKey,
+            String tenant,
+            String run,
+            KeyStrategy strategy) {
         this.tool = tool;
         this.key = key;
         this.suppliedKey = suppliedKey;
@@ -29,8 +35,8 @@ public final class IdempotencyContext {
     }
 
     /**
-     * The call's key: the 64-hex key ({@code HASH_INPUT}, {@code EXPLICIT}), the fresh UUID
-     * ({@code UUID}), or null ({@code NONE}).
+     * The call's key: the 64-hex key ({@code HASH_INPUT}, {@code EXPLICIT}), the fresh UUID ({@code
+     * UUID}), or null ({@code NONE}).
      */
     public String key() {
         return key;
@@ -82,6 +88,14 @@ public final class IdempotencyContext {
 
     @Override
     public String toString() {
-        return "IdempotencyContext[tool=" + tool + ", key=" + key + ", tenant=" + tenant + ", run=" + run + "]";
+        return "IdempotencyContext[tool="
+                + tool
+                + ", key="
+                + key
+                + ", tenant="
+                + tenant
+                + ", run="
+                + run
+                + "]";
     }
 }

@@ -18,7 +18,8 @@ public class IdempotencyException extends RuntimeException {
         this.key = key;
     }
 
-    public IdempotencyException(ErrorKind kind, String message, String tool, String key, Throwable cause) {
+    public IdempotencyException(
+            ErrorKind kind, String message, String tool, String key, Throwable cause) {
         super(message, cause);
         this.kind = kind;
         this.tool = tool;

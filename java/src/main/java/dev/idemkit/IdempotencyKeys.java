@@ -4,9 +4,9 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * Idempotency keys as every face of idemkit derives them (SPEC §2): the lowercase hex SHA-256 of the
- * canonical JSON of {@code ["idemkit/v1", tenant, run, scope, tag, data]}, computed by the Rust core.
- * No store is touched.
+ * Idempotency keys as every face of idemkit derives them (SPEC §2): the lowercase hex SHA-256 of
+ * the canonical JSON of {@code ["idemkit/v1", tenant, run, scope, tag, data]}, computed by the Rust
+ * core. No store is touched.
  *
  * <p>The key is the one a {@link ToolDispatcher} call of the tool named {@code scope} gets for the
  * same tenant, run and JSON input, and the one the Rust core, its C ABI and its CLI derive: use it
@@ -14,14 +14,13 @@ import java.util.List;
  * code that does not go through a dispatcher.
  *
  * <p>Text that breaks the spec's rules (not strict JSON, a duplicate member after NFC, a lone
- * surrogate in the input or in the scope, tenant, run or key arguments, NaN, nesting deeper than 64,
- * a blank explicit key, a key argument missing from the input, a scope/tenant/run over 1,024 bytes)
- * is refused with an {@link InvalidKeyException} naming the field; {@code null} where a value is
- * required throws {@link NullPointerException} naming the argument.
+ * surrogate in the input or in the scope, tenant, run or key arguments, NaN, nesting deeper than
+ * 64, a blank explicit key, a key argument missing from the input, a scope/tenant/run over 1,024
+ * bytes) is refused with an {@link InvalidKeyException} naming the field; {@code null} where a
+ * value is required throws {@link NullPointerException} naming the argument.
  */
 public final class IdempotencyKeys {
-    private IdempotencyKeys() {
-    }
+    private IdempotencyKeys() {}
 
     /**
      * The key of a {@code HASH_INPUT} call over the whole input.
@@ -37,43 +36,57 @@ public final class IdempotencyKeys {
     }
 
     /**
-     * The key of a {@code HASH_INPUT} call whose policy names {@code keyArguments}: only those members
-     * of the input object count (a member set to null is present; a missing one is refused). An empty
-     * list means the whole input.
+     * The key of a {@code HASH_INPUT} call whose policy names {@code keyArguments}: only those
+     * members of the input object count (a member set to null is present; a missing one is
+     * refused). An empty list means the whole input.
      */
-    public static String derive(String scope, String tenant, String run, String jsonInput,
-            List<String> keyArguments) {
+    public static String derive(
+            String scope, String tenant, String run, String jsonInput, List<String> keyArguments) {
         String name = required(scope, "scope", "the tool or action name");
         required(jsonInput, "jsonInput", "JSON text; \"null\" for no input");
         required(keyArguments, "keyArguments", "an empty list for the whole input");
         for (int i = 0; i < keyArguments.size(); i++) {
             required(keyArguments.get(i), "keyArguments[" + i + "]", "a member name of the input");
         }
-        byte[] arguments = keyArguments.isEmpty() ? null : exact(JsonInput.ofValue(keyArguments, name));
+        byte[] arguments =
+                keyArguments.isEmpty() ? null : exact(JsonInput.ofValue(keyArguments, name));
         JsonInput input = JsonInput.ofText(jsonInput);
-        return NativeBridge.deriveKey(literal(name), literal(tenant), literal(run), arguments, input.bytes,
-                input.length, false);
+        return NativeBridge.deriveKey(
+                literal(name),
+                literal(tenant),
+                literal(run),
+                arguments,
+                input.bytes,
+                input.length,
+                false);
     }
 
     /**
-     * The key of an {@code EXPLICIT} call: over the key the call site supplies (what an
-     * {@link IdempotencyKeySupplier} returns). A null, empty or blank key is refused with an
-     * {@link InvalidKeyException}.
+     * The key of an {@code EXPLICIT} call: over the key the call site supplies (what an {@link
+     * IdempotencyKeySupplier} returns). A null, empty or blank key is refused with an {@link
+     * InvalidKeyException}.
      */
-    public static String deriveExplicit(String scope, String tenant, String run, String explicitKey) {
+    public static String deriveExplicit(
+            String scope, String tenant, String run, String explicitKey) {
         String name = required(scope, "scope", "the tool or action name");
         if (explicitKey == null) {
-            throw new InvalidKeyException("invalid idempotency key for `" + name + "`: explicit key: it is null;"
-                    + " supply a key with at least one visible character", name, null);
+            throw new InvalidKeyException(
+                    "invalid idempotency key for `"
+                            + name
+                            + "`: explicit key: it is null;"
+                            + " supply a key with at least one visible character",
+                    name,
+                    null);
         }
         JsonInput key = JsonInput.ofString(explicitKey);
-        return NativeBridge.deriveKey(literal(name), literal(tenant), literal(run), null, key.bytes, key.length,
-                true);
+        return NativeBridge.deriveKey(
+                literal(name), literal(tenant), literal(run), null, key.bytes, key.length, true);
     }
 
     private static <T> T required(T value, String argument, String what) {
         if (value == null) {
-            throw new NullPointerException("IdempotencyKeys: " + argument + " is null; pass " + what);
+            throw new NullPointerException(
+                    "IdempotencyKeys: " + argument + " is null; pass " + what);
         }
         return value;
     }

@@ -7,9 +7,9 @@ import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
 /**
- * The idempotency policy of a tool (SPEC §1). On a method, or on its class for every tool method
- * of the class; a method's annotation replaces the class's entirely (members are not merged). A
- * tool with neither has strategy {@link KeyStrategy#NONE}.
+ * The idempotency policy of a tool (SPEC §1). On a method, or on its class for every tool method of
+ * the class; a method's annotation replaces the class's entirely (members are not merged). A tool
+ * with neither has strategy {@link KeyStrategy#NONE}.
  */
 @Documented
 @Retention(RetentionPolicy.RUNTIME)

@@ -4,26 +4,29 @@ import java.lang.ref.Reference;
 import java.lang.reflect.UndeclaredThrowableException;
 
 /**
- * Runs one call through the core's protocol: {@code begin} (derive the key, claim it, wait in
- * short native steps), then the body on the calling thread, then {@code report} of what the body
- * did. The core decides what every answer means (what is recorded or released, and whether the
- * caller gets the body's answer or the timeout); this class only runs the body when told to and
- * translates. Shared by the tool dispatcher and the web-service executor.
+ * Runs one call through the core's protocol: {@code begin} (derive the key, claim it, wait in short
+ * native steps), then the body on the calling thread, then {@code report} of what the body did. The
+ * core decides what every answer means (what is recorded or released, and whether the caller gets
+ * the body's answer or the timeout); this class only runs the body when told to and translates.
+ * Shared by the tool dispatcher and the web-service executor.
  */
 final class IdempotentInvoker {
     private static final System.Logger LOG = System.getLogger("dev.idemkit");
+
     /** The longest a single native call may block (SPEC §7: about 100 ms). */
     static final int STEP_BUDGET_MS = 100;
 
-    private IdempotentInvoker() {
-    }
+    private IdempotentInvoker() {}
 
     /** The body of a call, given its context; may throw anything. */
     interface Body {
         Object run(IdempotencyContext context) throws Throwable;
     }
 
-    /** Thrown by a body that refused to start (e.g. its arguments do not bind): reported as never run. */
+    /**
+     * Thrown by a body that refused to start (e.g. its arguments do not bind): reported as never
+     * run.
+     */
     static final class NotRun extends RuntimeException {
         private static final long serialVersionUID = 1L;
         final RuntimeException reason;
@@ -63,13 +66,15 @@ final class IdempotentInvoker {
         }
 
         /**
-         * The remembered result, read from a native answer: its JSON runs from {@code offset} to the
-         * end; {@link NativeBridge#key} reads the call's key from it.
+         * The remembered result, read from a native answer: its JSON runs from {@code offset} to
+         * the end; {@link NativeBridge#key} reads the call's key from it.
          */
         Object decode(byte[] answer, int offset) throws Exception;
     }
 
-    /** One native tool (a validated name + policy + timeout), freed when its owner is unreachable. */
+    /**
+     * One native tool (a validated name + policy + timeout), freed when its owner is unreachable.
+     */
     static final class NativeTool {
         final String name;
         final KeyStrategy strategy;
@@ -85,16 +90,30 @@ final class IdempotentInvoker {
     /**
      * Calls {@code body} at most once per key.
      *
-     * @param input the JSON input (HASH_INPUT), the explicit key as a JSON string (EXPLICIT), or null
+     * @param input the JSON input (HASH_INPUT), the explicit key as a JSON string (EXPLICIT), or
+     *     null
      */
-    static Object invoke(NativeIdempotencyStore store, NativeTool tool, NativeContext nativeContext, JsonInput input,
-            String suppliedKey, Body body, ResultCodec codec) {
+    static Object invoke(
+            NativeIdempotencyStore store,
+            NativeTool tool,
+            NativeContext nativeContext,
+            JsonInput input,
+            String suppliedKey,
+            Body body,
+            ResultCodec codec) {
         byte[] answer;
         byte[] bytes = input == null ? null : input.bytes;
         int length = input == null ? 0 : input.length;
         long storeHandle = store.handle.acquire();
         try {
-            answer = NativeBridge.begin(storeHandle, tool.handle, nativeContext.handle, bytes, length, STEP_BUDGET_MS);
+            answer =
+                    NativeBridge.begin(
+                            storeHandle,
+                            tool.handle,
+                            nativeContext.handle,
+                            bytes,
+                            length,
+                            STEP_BUDGET_MS);
         } finally {
             store.handle.release();
             Reference.reachabilityFence(store);
@@ -110,8 +129,13 @@ final class IdempotentInvoker {
             while (NativeBridge.step(answer) == NativeBridge.STEP_PENDING) {
                 if (Thread.interrupted()) {
                     Thread.currentThread().interrupt();
-                    throw new InProgressException("`" + tool.name + "` was interrupted while waiting for another call"
-                            + " holding the same key; nothing was run", tool.name, NativeBridge.key(answer));
+                    throw new InProgressException(
+                            "`"
+                                    + tool.name
+                                    + "` was interrupted while waiting for another call"
+                                    + " holding the same key; nothing was run",
+                            tool.name,
+                            NativeBridge.key(answer));
                 }
                 answer = NativeBridge.advance(attempt, STEP_BUDGET_MS);
                 if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
@@ -120,8 +144,14 @@ final class IdempotentInvoker {
                 }
             }
             String key = NativeBridge.key(answer);
-            IdempotencyContext context = new IdempotencyContext(tool.name, key, suppliedKey, nativeContext.tenant,
-                    nativeContext.run, tool.strategy);
+            IdempotencyContext context =
+                    new IdempotencyContext(
+                            tool.name,
+                            key,
+                            suppliedKey,
+                            nativeContext.tenant,
+                            nativeContext.run,
+                            tool.strategy);
             Object result;
             context.enter();
             try {
@@ -142,7 +172,12 @@ final class IdempotentInvoker {
             } catch (Throwable thrown) {
                 reported = true;
                 try {
-                    report(tool, attempt, NativeBridge.BODY_FAILED, null, thrown.getClass().getName(),
+                    report(
+                            tool,
+                            attempt,
+                            NativeBridge.BODY_FAILED,
+                            null,
+                            thrown.getClass().getName(),
                             String.valueOf(thrown.getMessage()));
                 } catch (IdempotencyTimeoutException timeout) {
                     timeout.initCause(thrown);
@@ -157,13 +192,29 @@ final class IdempotentInvoker {
             try {
                 json = codec.encode(result);
             } catch (Exception unencodable) {
-                // SPEC v1.1 rule 6: reported to the core as a failure of the body, which settles it.
+                // SPEC v1.1 rule 6: reported to the core as a failure of the body, which settles
+                // it.
                 String type = ResultTypes.describe(codec.value(result), codec.type());
-                UnencodableResultException failure = new UnencodableResultException("`" + tool.name + "` returned a "
-                        + type + " that could not be written as JSON, so it was not recorded and the call counts as"
-                        + " failed: " + unencodable.getMessage(), tool.name, key, type, unencodable);
+                UnencodableResultException failure =
+                        new UnencodableResultException(
+                                "`"
+                                        + tool.name
+                                        + "` returned a "
+                                        + type
+                                        + " that could not be written as JSON, so it was not recorded and the call counts as"
+                                        + " failed: "
+                                        + unencodable.getMessage(),
+                                tool.name,
+                                key,
+                                type,
+                                unencodable);
                 try {
-                    report(tool, attempt, NativeBridge.BODY_UNENCODABLE, null, failure.getClass().getName(),
+                    report(
+                            tool,
+                            attempt,
+                            NativeBridge.BODY_UNENCODABLE,
+                            null,
+                            failure.getClass().getName(),
                             failure.getMessage());
                 } catch (IdempotencyTimeoutException timeout) {
                     timeout.initCause(failure);
@@ -186,11 +237,21 @@ final class IdempotentInvoker {
      * Reports what the body did; the core settles the claim, logs nothing, and throws the timeout
      * when the body was running at the deadline. A detail answered is an outcome not settled yet.
      */
-    private static void report(NativeTool tool, long attempt, int body, byte[] json, String errorType,
+    private static void report(
+            NativeTool tool,
+            long attempt,
+            int body,
+            byte[] json,
+            String errorType,
             String message) {
-        String detail = NativeBridge.report(attempt, body, json, json == null ? 0 : json.length, errorType, message);
+        String detail =
+                NativeBridge.report(
+                        attempt, body, json, json == null ? 0 : json.length, errorType, message);
         if (detail != null) {
-            LOG.log(System.Logger.Level.WARNING, "idemkit: the outcome of `{0}` is not settled yet: {1}", tool.name,
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "idemkit: the outcome of `{0}` is not settled yet: {1}",
+                    tool.name,
                     detail);
         }
     }
@@ -199,11 +260,18 @@ final class IdempotentInvoker {
         try {
             return codec.decode(answer, NativeBridge.resultOffset(answer));
         } catch (Exception e) {
-            throw new IdempotencyException(ErrorKind.INTERNAL, "the remembered result of `" + tool.name
-                    + "` does not read back as its declared type: " + e.getMessage(), tool.name, NativeBridge.key(answer),
+            throw new IdempotencyException(
+                    ErrorKind.INTERNAL,
+                    "the remembered result of `"
+                            + tool.name
+                            + "` does not read back as its declared type: "
+                            + e.getMessage(),
+                    tool.name,
+                    NativeBridge.key(answer),
                     e);
         }
     }
+
     /** Unchecked exceptions and errors unchanged; a checked one wrapped, as reflection does. */
     private static RuntimeException rethrow(Throwable thrown) {
         if (thrown instanceof RuntimeException) {
@@ -212,6 +280,7 @@ final class IdempotentInvoker {
         if (thrown instanceof Error) {
             throw (Error) thrown;
         }
-        return new UndeclaredThrowableException(thrown, thrown.getClass().getName() + ": " + thrown.getMessage());
+        return new UndeclaredThrowableException(
+                thrown, thrown.getClass().getName() + ": " + thrown.getMessage());
     }
 }

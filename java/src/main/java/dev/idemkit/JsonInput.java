@@ -15,9 +15,14 @@ import java.util.Map;
  * what is equal: canonical form and hashing happen in the core.
  */
 final class JsonInput {
-    /** Deeper than the core's limit (64) by one: the core then refuses the input with its own message. */
+    /**
+     * Deeper than the core's limit (64) by one: the core then refuses the input with its own
+     * message.
+     */
     private static final int WRITE_DEPTH = 65;
-    private static final byte[] HEX = "0123456789abcdef".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+    private static final byte[] HEX =
+            "0123456789abcdef".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
     byte[] bytes;
     int length;
@@ -32,8 +37,15 @@ final class JsonInput {
         try {
             out.value(input, 0);
         } catch (NotJson e) {
-            throw new InvalidKeyException("invalid idempotency key for `" + tool + "`: " + e.path("input") + ": "
-                    + e.getMessage(), tool, null);
+            throw new InvalidKeyException(
+                    "invalid idempotency key for `"
+                            + tool
+                            + "`: "
+                            + e.path("input")
+                            + ": "
+                            + e.getMessage(),
+                    tool,
+                    null);
         }
         return out;
     }
@@ -130,7 +142,10 @@ final class JsonInput {
             string((String) v);
         } else if (v instanceof Boolean) {
             ascii(((Boolean) v) ? "true" : "false");
-        } else if (v instanceof Integer || v instanceof Long || v instanceof Short || v instanceof Byte) {
+        } else if (v instanceof Integer
+                || v instanceof Long
+                || v instanceof Short
+                || v instanceof Byte) {
             ascii(Long.toString(((Number) v).longValue()));
         } else if (v instanceof Double) {
             number((Double) v);
@@ -150,9 +165,11 @@ final class JsonInput {
         } else if (v instanceof List) {
             array((List<?>) v, depth + 1);
         } else {
-            throw new NotJson(v.getClass().getName() + " is not a JSON value; pass a String, Boolean, Integer, Long,"
-                    + " Short, Byte, BigInteger, Float, Double, BigDecimal, null, List or Map with String keys"
-                    + " (convert it first, e.g. an enum or Instant to a String)");
+            throw new NotJson(
+                    v.getClass().getName()
+                            + " is not a JSON value; pass a String, Boolean, Integer, Long,"
+                            + " Short, Byte, BigInteger, Float, Double, BigDecimal, null, List or Map with String keys"
+                            + " (convert it first, e.g. an enum or Instant to a String)");
         }
     }
 
@@ -179,8 +196,10 @@ final class JsonInput {
         for (Map.Entry<?, ?> e : map.entrySet()) {
             Object name = e.getKey();
             if (!(name instanceof String)) {
-                throw new NotJson("a member name is " + (name == null ? "null" : "a " + name.getClass().getName())
-                        + "; JSON member names are Strings");
+                throw new NotJson(
+                        "a member name is "
+                                + (name == null ? "null" : "a " + name.getClass().getName())
+                                + "; JSON member names are Strings");
             }
             if (!first) {
                 put((byte) ',');
@@ -252,8 +271,14 @@ final class JsonInput {
                         path.append('.').append(name);
                     } else {
                         JsonInput quoted = ofString(name);
-                        path.append('[').append(new String(quoted.bytes, 0, quoted.length,
-                                java.nio.charset.StandardCharsets.US_ASCII)).append(']');
+                        path.append('[')
+                                .append(
+                                        new String(
+                                                quoted.bytes,
+                                                0,
+                                                quoted.length,
+                                                java.nio.charset.StandardCharsets.US_ASCII))
+                                .append(']');
                     }
                 }
             }

@@ -25,43 +25,50 @@ import java.util.Map;
  * Action arguments are JSON-native values, so no user mapper is involved there.
  */
 final class JsonWire {
-    private static final JsonMapper WIRE = JsonMapper.builder()
-            .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-            .enable(StreamWriteFeature.USE_FAST_DOUBLE_WRITER)
-            .configure(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES, false)
-            .nodeFactory(JsonNodeFactory.withExactBigDecimals(true))
-            .build();
+    private static final JsonMapper WIRE =
+            JsonMapper.builder()
+                    .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+                    .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+                    .enable(StreamWriteFeature.USE_FAST_DOUBLE_WRITER)
+                    .configure(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES, false)
+                    .nodeFactory(JsonNodeFactory.withExactBigDecimals(true))
+                    .build();
 
-    private JsonWire() {
-    }
+    private JsonWire() {}
 
     /** The input text of action {@code name} as a tree, numbers exact. */
     static JsonNode read(String name, String jsonInput) {
         return read(WIRE, name, jsonInput);
     }
 
-    /** The input text of tool or action {@code name} as a tree read by {@code mapper}; refuses invalid and empty text. */
+    /**
+     * The input text of tool or action {@code name} as a tree read by {@code mapper}; refuses
+     * invalid and empty text.
+     */
     static JsonNode read(ObjectMapper mapper, String name, String jsonInput) {
         JsonNode tree;
         try {
             tree = mapper.readTree(jsonInput);
         } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("the input of `" + name + "` is not valid JSON: "
-                    + e.getOriginalMessage(), e);
+            throw new IllegalArgumentException(
+                    "the input of `" + name + "` is not valid JSON: " + e.getOriginalMessage(), e);
         }
         if (tree == null || tree.isMissingNode()) {
-            throw new IllegalArgumentException("the input of `" + name + "` is empty; send a JSON object");
+            throw new IllegalArgumentException(
+                    "the input of `" + name + "` is empty; send a JSON object");
         }
         return tree;
     }
 
     /** A JSON object as a map of JSON-native values (what a key supplier reads). */
     static Map<String, Object> map(JsonNode object) {
-        return WIRE.convertValue(object, new TypeReference<Map<String, Object>>() { });
+        return WIRE.convertValue(object, new TypeReference<Map<String, Object>>() {});
     }
 
-    /** How deep {@code value} nests arrays/objects, counted up to {@code limit + 1} (a cyclic map stops there). */
+    /**
+     * How deep {@code value} nests arrays/objects, counted up to {@code limit + 1} (a cyclic map
+     * stops there).
+     */
     static int depth(Object value, int limit) {
         if (limit < 0 || !(value instanceof Map || value instanceof List)) {
             return 0;
@@ -77,9 +84,9 @@ final class JsonWire {
     }
 
     /**
-     * A value of JSON-native values (already checked by {@link JsonInput#ofValue}) as a tree, numbers
-     * exact: doubles and floats as their shortest round-trip decimal (Jackson's own conversion
-     * would widen {@code 0.1f} to {@code 0.10000000149011612}). Arrays and objects below
+     * A value of JSON-native values (already checked by {@link JsonInput#ofValue}) as a tree,
+     * numbers exact: doubles and floats as their shortest round-trip decimal (Jackson's own
+     * conversion would widen {@code 0.1f} to {@code 0.10000000149011612}). Arrays and objects below
      * {@code depth} levels become null: the caller refuses such an input before it is sent.
      */
     static JsonNode tree(Object value, int depth) {
@@ -95,7 +102,10 @@ final class JsonWire {
             if (!Double.isFinite(d)) {
                 return nodes.numberNode(d);
             }
-            String shortest = value instanceof Float ? ShortestDecimal.of((Float) value) : ShortestDecimal.of(d);
+            String shortest =
+                    value instanceof Float
+                            ? ShortestDecimal.of((Float) value)
+                            : ShortestDecimal.of(d);
             return nodes.numberNode(new BigDecimal(shortest));
         } else if (value instanceof BigDecimal) {
             return nodes.numberNode((BigDecimal) value);
@@ -127,7 +137,8 @@ final class JsonWire {
         try {
             return WIRE.writeValueAsBytes(value);
         } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("the input does not write as JSON: " + e.getOriginalMessage(), e);
+            throw new IllegalArgumentException(
+                    "the input does not write as JSON: " + e.getOriginalMessage(), e);
         }
     }
 

@@ -6,7 +6,9 @@ public enum KeyStrategy {
     HASH_INPUT,
     /** The digest of a key the tool's class supplies ({@link IdempotencyKeySupplier}). */
     EXPLICIT,
-    /** A fresh random UUID per logical call, for upstream services; nothing is deduplicated locally. */
+    /**
+     * A fresh random UUID per logical call, for upstream services; nothing is deduplicated locally.
+     */
     UUID,
     /** No protection at all. */
     NONE

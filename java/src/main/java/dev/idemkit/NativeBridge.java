@@ -15,28 +15,31 @@ final class NativeBridge {
     static final int STEP_RUN = 0;
     static final int STEP_REPLAY = 1;
     static final int STEP_PENDING = 2;
+
     /**
      * The header of an answer of {@link #begin}/{@link #advance}: the step (1 byte), the key's
-     * length (1 byte), the attempt handle (8 bytes, little-endian; 0 for a replay). The key
-     * (ASCII: 64-hex, a UUID, or nothing for NONE) follows, then, for {@link #STEP_REPLAY}, the
-     * remembered result's JSON.
+     * length (1 byte), the attempt handle (8 bytes, little-endian; 0 for a replay). The key (ASCII:
+     * 64-hex, a UUID, or nothing for NONE) follows, then, for {@link #STEP_REPLAY}, the remembered
+     * result's JSON.
      */
     static final int HEADER = 10;
-    private static final VarHandle LONG_LE = MethodHandles.byteArrayViewVarHandle(long[].class,
-            ByteOrder.LITTLE_ENDIAN);
+
+    private static final VarHandle LONG_LE =
+            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     static {
         NativeLibrary.load();
     }
 
     private static final long[] POLICY_DEFAULTS = policyDefaults();
+
     /** The core's default {@code ttlSeconds} (SPEC §1), for a tool or action without a policy. */
     static final long DEFAULT_TTL_SECONDS = POLICY_DEFAULTS[0];
+
     /** The core's default {@code leaseSeconds} (SPEC §1), for a tool or action without a policy. */
     static final long DEFAULT_LEASE_SECONDS = POLICY_DEFAULTS[1];
 
-    private NativeBridge() {
-    }
+    private NativeBridge() {}
 
     static int step(byte[] answer) {
         return answer[0];
@@ -63,7 +66,12 @@ final class NativeBridge {
     }
 
     /** Opens a store by URL ({@code memory:}, {@code redis://}, {@code postgres://}). */
-    static native long storeOpen(String url, String keyPrefix, String table, boolean allowEvicting, long maxOutcomeBytes);
+    static native long storeOpen(
+            String url,
+            String keyPrefix,
+            String table,
+            boolean allowEvicting,
+            long maxOutcomeBytes);
 
     static native void storeDestroy(long store);
 
@@ -74,12 +82,23 @@ final class NativeBridge {
 
     static native String storeDescribe(long store);
 
-    /** Event counts in the core's order: acquired, deduplicated, waited, wait_timed_out, failed_fast, indeterminate, released, store_error, record_failed. */
+    /**
+     * Event counts in the core's order: acquired, deduplicated, waited, wait_timed_out,
+     * failed_fast, indeterminate, released, store_error, record_failed.
+     */
     static native long[] storeEventCounts(long store);
 
     /** Builds and validates a tool; {@code parameters} null skips the keyArguments check. */
-    static native long toolNew(String name, String strategy, long ttlSeconds, String onCacheHit, boolean cacheFailures,
-            String[] keyArguments, long leaseSeconds, long timeoutMs, String[] parameters);
+    static native long toolNew(
+            String name,
+            String strategy,
+            long ttlSeconds,
+            String onCacheHit,
+            boolean cacheFailures,
+            String[] keyArguments,
+            long leaseSeconds,
+            long timeoutMs,
+            String[] parameters);
 
     static native void toolDestroy(long tool);
 
@@ -91,7 +110,8 @@ final class NativeBridge {
      * ASCII JSON: the input, or the supplied key as a JSON string literal; the core picks by the
      * tool's strategy which one it keys on. Null for UUID/NONE.
      */
-    static native byte[] begin(long store, long tool, long context, byte[] input, int length, int budgetMs);
+    static native byte[] begin(
+            long store, long tool, long context, byte[] input, int length, int budgetMs);
 
     /** A call context (tenant and run, either may be null), converted once per dispatcher view. */
     static native long contextNew(String tenant, String run);
@@ -99,36 +119,46 @@ final class NativeBridge {
     static native void contextDestroy(long context);
 
     /**
-     * {@link IdempotencyKeys}: the core's key derivation (SPEC §2), touching no store. Scope, tenant
-     * and run cross as JSON string literals (tenant/run null for none), {@code keyArguments} as a JSON
-     * array of them (null for the whole input), the input as JSON text (with {@code explicit}: the
-     * explicit key as a string literal), all ASCII with non-ASCII escaped ({@link JsonInput}). Answers
-     * the 64-hex key; throws {@link InvalidKeyException} naming the field.
+     * {@link IdempotencyKeys}: the core's key derivation (SPEC §2), touching no store. Scope,
+     * tenant and run cross as JSON string literals (tenant/run null for none), {@code keyArguments}
+     * as a JSON array of them (null for the whole input), the input as JSON text (with {@code
+     * explicit}: the explicit key as a string literal), all ASCII with non-ASCII escaped ({@link
+     * JsonInput}). Answers the 64-hex key; throws {@link InvalidKeyException} naming the field.
      */
-    static native String deriveKey(byte[] scope, byte[] tenant, byte[] run, byte[] keyArguments, byte[] input,
-            int length, boolean explicit);
+    static native String deriveKey(
+            byte[] scope,
+            byte[] tenant,
+            byte[] run,
+            byte[] keyArguments,
+            byte[] input,
+            int length,
+            boolean explicit);
 
     /** Keeps waiting after {@link #STEP_PENDING}; same answers as {@link #begin}. */
     static native byte[] advance(long attempt, int budgetMs);
 
     /** What the body did, for {@link #report} (mirrored in {@code ops.rs}). */
     static final int BODY_SUCCEEDED = 0;
+
     static final int BODY_FAILED = 1;
     static final int BODY_UNENCODABLE = 2;
     static final int BODY_NEVER_RAN = 3;
     static final int BODY_CANCELLED = 4;
 
     /**
-     * Reports what the body did; the core settles the claim and decides what the caller gets. Throws
-     * {@link IdempotencyTimeoutException} when the body was running at the deadline (the message says
-     * what became of its outcome); otherwise the caller gets the body's own answer, and this answers
-     * null, or why the outcome is not settled yet. {@code result} (JSON bytes) is read for
-     * {@link #BODY_SUCCEEDED}, {@code errorType} and {@code message} for {@link #BODY_FAILED} and
-     * {@link #BODY_UNENCODABLE}.
+     * Reports what the body did; the core settles the claim and decides what the caller gets.
+     * Throws {@link IdempotencyTimeoutException} when the body was running at the deadline (the
+     * message says what became of its outcome); otherwise the caller gets the body's own answer,
+     * and this answers null, or why the outcome is not settled yet. {@code result} (JSON bytes) is
+     * read for {@link #BODY_SUCCEEDED}, {@code errorType} and {@code message} for {@link
+     * #BODY_FAILED} and {@link #BODY_UNENCODABLE}.
      */
-    static native String report(long attempt, int body, byte[] result, int length, String errorType, String message);
+    static native String report(
+            long attempt, int body, byte[] result, int length, String errorType, String message);
 
-    /** The core's default {@code ttlSeconds} and {@code leaseSeconds}, for a tool without a policy. */
+    /**
+     * The core's default {@code ttlSeconds} and {@code leaseSeconds}, for a tool without a policy.
+     */
     static native long[] policyDefaults();
 
     static native void attemptDestroy(long attempt);

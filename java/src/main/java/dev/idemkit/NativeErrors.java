@@ -1,14 +1,19 @@
 package dev.idemkit;
 
 /**
- * The one mapping from the core's error kinds to Java exceptions. Called from native code (the
- * JNI boundary builds every exception through {@link #create}), and by the binding itself.
+ * The one mapping from the core's error kinds to Java exceptions. Called from native code (the JNI
+ * boundary builds every exception through {@link #create}), and by the binding itself.
  */
 final class NativeErrors {
-    private NativeErrors() {
-    }
+    private NativeErrors() {}
 
-    static RuntimeException create(int code, String message, String tool, String key, String errorType, String errorMessage) {
+    static RuntimeException create(
+            int code,
+            String message,
+            String tool,
+            String key,
+            String errorType,
+            String errorMessage) {
         switch (ErrorKind.fromCode(code)) {
             case INVALID_KEY:
                 return new InvalidKeyException(message, tool, key);

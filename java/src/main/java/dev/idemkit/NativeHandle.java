@@ -6,8 +6,8 @@ import java.util.function.LongConsumer;
 
 /**
  * A native handle shared by many threads, closed once: {@link #close()} is atomic and idempotent,
- * and the handle is destroyed only after every in-flight call that acquired it has released it,
- * so closing never frees memory under a running call.
+ * and the handle is destroyed only after every in-flight call that acquired it has released it, so
+ * closing never frees memory under a running call.
  */
 final class NativeHandle implements Runnable {
     private static final long CLOSED = 1L << 62;
@@ -20,7 +20,7 @@ final class NativeHandle implements Runnable {
 
     NativeHandle(long handle, LongConsumer destroy, String what) {
         this.handle = handle;
-        this.destroy = handle == 0 ? () -> { } : () -> destroy.accept(handle);
+        this.destroy = handle == 0 ? () -> {} : () -> destroy.accept(handle);
         this.what = what;
     }
 
@@ -33,7 +33,7 @@ final class NativeHandle implements Runnable {
 
     /** The handle, counted as in use until {@link #release()}; throws if closed. */
     long acquire() {
-        for (;;) {
+        for (; ; ) {
             long s = state.get();
             if ((s & CLOSED) != 0) {
                 throw new IllegalStateException(what + " is closed");
@@ -55,7 +55,7 @@ final class NativeHandle implements Runnable {
     }
 
     void close() {
-        for (;;) {
+        for (; ; ) {
             long s = state.get();
             if ((s & CLOSED) != 0) {
                 return;

@@ -6,14 +6,23 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * A store run by the native core, opened by URL. {@link #close()} is atomic and idempotent and waits
- * for no one: the native store is freed when the last in-flight call has let go of it. A
+ * A store run by the native core, opened by URL. {@link #close()} is atomic and idempotent and
+ * waits for no one: the native store is freed when the last in-flight call has let go of it. A
  * {@link Cleaner} closes a store that was never closed, as a safety net only.
  */
 public abstract class NativeIdempotencyStore implements IdempotencyStore {
     static final Cleaner CLEANER = Cleaner.create();
-    private static final String[] EVENTS = {"acquired", "deduplicated", "waited", "wait_timed_out", "failed_fast",
-        "indeterminate", "released", "store_error", "record_failed"};
+    private static final String[] EVENTS = {
+        "acquired",
+        "deduplicated",
+        "waited",
+        "wait_timed_out",
+        "failed_fast",
+        "indeterminate",
+        "released",
+        "store_error",
+        "record_failed"
+    };
 
     final NativeHandle handle;
     private final Cleaner.Cleanable cleanable;
@@ -23,7 +32,9 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
         long h = NativeBridge.storeOpen(url, keyPrefix, table, allowEvicting, 0);
         String described = NativeBridge.storeDescribe(h);
         this.description = described;
-        this.handle = new NativeHandle(h, NativeBridge::storeDestroy, "the idempotency store " + described);
+        this.handle =
+                new NativeHandle(
+                        h, NativeBridge::storeDestroy, "the idempotency store " + described);
         this.cleanable = CLEANER.register(this, handle);
     }
 
@@ -80,11 +91,11 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
      * method of your own (whose library depends on the {@code idemkit-jni} crate and calls its
      * {@code executor_of}; see "Sharing a store with Rust code in the same process" in the README).
      *
-     * <p>The value is valid only while this store is open: keep the store reachable and do not close
-     * it until that native method has returned, for example
-     * {@code try { myNative(store.nativeHandle()); } finally { Reference.reachabilityFence(store); }}.
-     * What Rust makes of it (an executor holding its own reference) stays valid after that. It is
-     * not meaningful in another process or to another copy of the native library.
+     * <p>The value is valid only while this store is open: keep the store reachable and do not
+     * close it until that native method has returned, for example {@code try {
+     * myNative(store.nativeHandle()); } finally { Reference.reachabilityFence(store); }}. What Rust
+     * makes of it (an executor holding its own reference) stays valid after that. It is not
+     * meaningful in another process or to another copy of the native library.
      *
      * @throws IllegalStateException if the store is closed
      */
@@ -110,6 +121,10 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
 
     @Override
     public String toString() {
-        return getClass().getSimpleName() + "[" + description + (isClosed() ? ", closed" : "") + "]";
+        return getClass().getSimpleName()
+                + "["
+                + description
+                + (isClosed() ? ", closed" : "")
+                + "]";
     }
 }

@@ -9,18 +9,17 @@ import java.nio.file.StandardCopyOption;
 import java.util.Locale;
 
 /**
- * Loads {@code idemkit_jni}: from {@code -Didemkit.native.path=<file>} if set, else
- * {@code System.loadLibrary} (so {@code -Djava.library.path} overrides the bundled copy), else the
- * copy bundled in the jar under {@code native/<os>-<arch>/}, extracted to a private temporary file
- * of its own (unique per load, so two JVMs starting at once never share a half-written file).
+ * Loads {@code idemkit_jni}: from {@code -Didemkit.native.path=<file>} if set, else {@code
+ * System.loadLibrary} (so {@code -Djava.library.path} overrides the bundled copy), else the copy
+ * bundled in the jar under {@code native/<os>-<arch>/}, extracted to a private temporary file of
+ * its own (unique per load, so two JVMs starting at once never share a half-written file).
  */
 public final class NativeLibrary {
     static final String NAME = "idemkit_jni";
 
     private static volatile boolean loaded;
 
-    private NativeLibrary() {
-    }
+    private NativeLibrary() {}
 
     /** Loads the library once; safe to call from many threads. */
     public static void load() {
@@ -45,7 +44,10 @@ public final class NativeLibrary {
         }
     }
 
-    /** {@code linux-x86_64}, {@code linux-aarch64}, {@code macos-aarch64}, {@code windows-x86_64}, ... */
+    /**
+     * {@code linux-x86_64}, {@code linux-aarch64}, {@code macos-aarch64}, {@code windows-x86_64},
+     * ...
+     */
     static String platform() {
         String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
         String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
@@ -73,10 +75,14 @@ public final class NativeLibrary {
         String resource = "/native/" + platform() + "/" + fileName();
         try (InputStream in = NativeLibrary.class.getResourceAsStream(resource)) {
             if (in == null) {
-                UnsatisfiedLinkError error = new UnsatisfiedLinkError(
-                        "idemkit: no native library for " + platform() + " in the jar (looked for " + resource
-                                + ") and none on java.library.path; build it with `cargo build --release` in java/native"
-                                + " and pass -Didemkit.native.path=<file>");
+                UnsatisfiedLinkError error =
+                        new UnsatisfiedLinkError(
+                                "idemkit: no native library for "
+                                        + platform()
+                                        + " in the jar (looked for "
+                                        + resource
+                                        + ") and none on java.library.path; build it with `cargo build --release` in java/native"
+                                        + " and pass -Didemkit.native.path=<file>");
                 error.addSuppressed(notOnLibraryPath);
                 throw error;
             }
@@ -95,7 +101,8 @@ public final class NativeLibrary {
                 }
             }
         } catch (IOException e) {
-            throw new UncheckedIOException("idemkit: could not extract the native library " + resource, e);
+            throw new UncheckedIOException(
+                    "idemkit: could not extract the native library " + resource, e);
         }
     }
 }

@@ -1,6 +1,9 @@
 package dev.idemkit;
 
-/** The call completed but its result was larger than the store keeps, so repeats cannot get it. Nothing was run. */
+/**
+ * The call completed but its result was larger than the store keeps, so repeats cannot get it.
+ * Nothing was run.
+ */
 public class OutcomeTooLargeException extends IdempotencyException {
     private static final long serialVersionUID = 1L;
 

@@ -8,9 +8,9 @@ public enum ParamType {
      */
     BODY,
     /**
-     * The query string, each name and value percent-encoded (UTF-8, everything but
-     * {@code A-Z a-z 0-9 - . _ ~}, so a space is {@code %20}); a list repeats the name per item;
-     * parameters named by a {@code {name}} placeholder fill the path instead.
+     * The query string, each name and value percent-encoded (UTF-8, everything but {@code A-Z a-z
+     * 0-9 - . _ ~}, so a space is {@code %20}); a list repeats the name per item; parameters named
+     * by a {@code {name}} placeholder fill the path instead.
      */
     QUERY,
     /**

@@ -11,7 +11,10 @@ public final class PostgresIdempotencyStore extends NativeIdempotencyStore {
     private final String url;
     private final String table;
 
-    /** Opens {@code postgres://user[:password]@host[:port]/database} with the table {@code idemkit_records}. */
+    /**
+     * Opens {@code postgres://user[:password]@host[:port]/database} with the table {@code
+     * idemkit_records}.
+     */
     public PostgresIdempotencyStore(String url) {
         this(url, null);
     }
@@ -23,7 +26,10 @@ public final class PostgresIdempotencyStore extends NativeIdempotencyStore {
         this.table = table;
     }
 
-    /** Creates the table and its index if they do not exist; safe when several processes do it at once. */
+    /**
+     * Creates the table and its index if they do not exist; safe when several processes do it at
+     * once.
+     */
     public PostgresIdempotencyStore createTableIfMissing() {
         handle.acquire();
         try {

@@ -7,7 +7,10 @@ package dev.idemkit;
  * eviction would break the guarantee.
  */
 public final class RedisIdempotencyStore extends NativeIdempotencyStore {
-    /** Opens {@code redis://[:password@]host[:port][/db]} (or {@code rediss://}) with the default prefix. */
+    /**
+     * Opens {@code redis://[:password@]host[:port][/db]} (or {@code rediss://}) with the default
+     * prefix.
+     */
     public RedisIdempotencyStore(String url) {
         this(url, null);
     }

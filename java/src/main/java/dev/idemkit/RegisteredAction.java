@@ -22,7 +22,12 @@ import java.util.Set;
  */
 final class RegisteredAction {
     /** How the response body becomes the declared return type. */
-    enum Result { NOTHING, TEXT, BYTES, JSON }
+    enum Result {
+        NOTHING,
+        TEXT,
+        BYTES,
+        JSON
+    }
 
     static final class Param {
         final String name;
@@ -52,9 +57,19 @@ final class RegisteredAction {
     private final Map<String, Param> params;
     private final ObjectMapper mapper;
 
-    private RegisteredAction(String name, String description, HttpMethod method, ParamType paramType, long timeoutMs,
-            KeyStrategy strategy, IdempotencyKeySupplier supplier, IdempotentInvoker.NativeTool nativeTool,
-            JavaType returnType, RequestTemplate template, Map<String, Param> params, ObjectMapper mapper) {
+    private RegisteredAction(
+            String name,
+            String description,
+            HttpMethod method,
+            ParamType paramType,
+            long timeoutMs,
+            KeyStrategy strategy,
+            IdempotencyKeySupplier supplier,
+            IdempotentInvoker.NativeTool nativeTool,
+            JavaType returnType,
+            RequestTemplate template,
+            Map<String, Param> params,
+            ObjectMapper mapper) {
         this.name = name;
         this.description = description;
         this.method = method;
@@ -68,34 +83,45 @@ final class RegisteredAction {
         this.params = params;
         this.mapper = mapper;
         Class<?> raw = returnType.getRawClass();
-        this.result = raw == void.class || raw == Void.class ? Result.NOTHING
-                : raw == String.class ? Result.TEXT : raw == byte[].class ? Result.BYTES : Result.JSON;
+        this.result =
+                raw == void.class || raw == Void.class
+                        ? Result.NOTHING
+                        : raw == String.class
+                                ? Result.TEXT
+                                : raw == byte[].class ? Result.BYTES : Result.JSON;
         this.resultReader = mapper.readerFor(returnType);
         ObjectWriter writer = mapper.writerFor(returnType);
         boolean nothing = result == Result.NOTHING;
-        this.codec = new IdempotentInvoker.ResultCodec() {
-            @Override
-            public byte[] encode(Object outcome) throws Exception {
-                Object value = ((WebServiceResponse<?>) outcome).value();
-                return nothing || value == null ? "null".getBytes(StandardCharsets.US_ASCII) : writer.writeValueAsBytes(value);
-            }
+        this.codec =
+                new IdempotentInvoker.ResultCodec() {
+                    @Override
+                    public byte[] encode(Object outcome) throws Exception {
+                        Object value = ((WebServiceResponse<?>) outcome).value();
+                        return nothing || value == null
+                                ? "null".getBytes(StandardCharsets.US_ASCII)
+                                : writer.writeValueAsBytes(value);
+                    }
 
-            @Override
-            public Object decode(byte[] answer, int offset) throws Exception {
-                Object value = nothing ? null : resultReader.readValue(answer, offset, answer.length - offset);
-                return WebServiceResponse.replayed(value, NativeBridge.key(answer));
-            }
+                    @Override
+                    public Object decode(byte[] answer, int offset) throws Exception {
+                        Object value =
+                                nothing
+                                        ? null
+                                        : resultReader.readValue(
+                                                answer, offset, answer.length - offset);
+                        return WebServiceResponse.replayed(value, NativeBridge.key(answer));
+                    }
 
-            @Override
-            public String type() {
-                return returnType.toCanonical();
-            }
+                    @Override
+                    public String type() {
+                        return returnType.toCanonical();
+                    }
 
-            @Override
-            public Object value(Object outcome) {
-                return ((WebServiceResponse<?>) outcome).value();
-            }
-        };
+                    @Override
+                    public Object value(Object outcome) {
+                        return ((WebServiceResponse<?>) outcome).value();
+                    }
+                };
     }
 
     /**
@@ -106,8 +132,14 @@ final class RegisteredAction {
     static RegisteredAction of(Object role, Method method, String baseUri, ObjectMapper mapper) {
         WebService ws = method.getAnnotation(WebService.class);
         String name = ws.name().isEmpty() ? method.getName() : ws.name();
-        String where = "web-service action `" + name + "` (" + method.getDeclaringClass().getName() + "."
-                + method.getName() + ")";
+        String where =
+                "web-service action `"
+                        + name
+                        + "` ("
+                        + method.getDeclaringClass().getName()
+                        + "."
+                        + method.getName()
+                        + ")";
         Idempotent policy = Registrar.policy(role, method, method.getAnnotation(Idempotent.class));
         KeyStrategy strategy = Registrar.strategy(policy);
         IdempotencyKeySupplier supplier = Registrar.supplier(where, strategy, role);
@@ -118,14 +150,22 @@ final class RegisteredAction {
         for (int i = 0; i < declared.length; i++) {
             Parameter p = declared[i];
             if (p.getType() == IdempotencyContext.class || p.isAnnotationPresent(ToolInput.class)) {
-                throw new IllegalArgumentException(where + ": parameter " + i + " is "
-                        + (p.getType() == IdempotencyContext.class ? "an IdempotencyContext" : "@ToolInput")
-                        + ", but a web-service method is never run: its parameters are the request's named"
-                        + " parameters only (the call's key is on WebServiceResponse.key())");
+                throw new IllegalArgumentException(
+                        where
+                                + ": parameter "
+                                + i
+                                + " is "
+                                + (p.getType() == IdempotencyContext.class
+                                        ? "an IdempotencyContext"
+                                        : "@ToolInput")
+                                + ", but a web-service method is never run: its parameters are the request's named"
+                                + " parameters only (the call's key is on WebServiceResponse.key())");
             }
             String paramName = Registrar.parameterName(where, p, i);
-            if (params.put(paramName, new Param(paramName, types[i], p.getType().isPrimitive())) != null) {
-                throw new IllegalArgumentException(where + " has two parameters named `" + paramName + "`");
+            if (params.put(paramName, new Param(paramName, types[i], p.getType().isPrimitive()))
+                    != null) {
+                throw new IllegalArgumentException(
+                        where + " has two parameters named `" + paramName + "`");
             }
         }
 
@@ -137,10 +177,22 @@ final class RegisteredAction {
             ResultTypes.requireRoundTrip(mapper, returnType, where);
         }
 
-        IdempotentInvoker.NativeTool nativeTool = Registrar.nativeTool(name, policy, ws.timeoutMs(),
-                params.keySet().toArray(new String[0]));
-        return new RegisteredAction(name, ws.description(), ws.method(), ws.paramType(), ws.timeoutMs(), strategy,
-                supplier, nativeTool, returnType, template, Collections.unmodifiableMap(params), mapper);
+        IdempotentInvoker.NativeTool nativeTool =
+                Registrar.nativeTool(
+                        name, policy, ws.timeoutMs(), params.keySet().toArray(new String[0]));
+        return new RegisteredAction(
+                name,
+                ws.description(),
+                ws.method(),
+                ws.paramType(),
+                ws.timeoutMs(),
+                strategy,
+                supplier,
+                nativeTool,
+                returnType,
+                template,
+                Collections.unmodifiableMap(params),
+                mapper);
     }
 
     /** The input member names the action accepts. */
@@ -160,23 +212,41 @@ final class RegisteredAction {
      */
     RequestTemplate.Request request(JsonNode input) {
         if (!input.isObject()) {
-            throw new IllegalArgumentException("the input of `" + name + "` must be a JSON object with members "
-                    + params.keySet() + "; it was " + input.getNodeType());
+            throw new IllegalArgumentException(
+                    "the input of `"
+                            + name
+                            + "` must be a JSON object with members "
+                            + params.keySet()
+                            + "; it was "
+                            + input.getNodeType());
         }
-        for (Iterator<String> it = input.fieldNames(); it.hasNext();) {
+        for (Iterator<String> it = input.fieldNames(); it.hasNext(); ) {
             String member = it.next();
             if (!params.containsKey(member)) {
-                throw new IllegalArgumentException("`" + name + "` has no parameter `" + member + "`; its parameters"
-                        + " are " + params.keySet());
+                throw new IllegalArgumentException(
+                        "`"
+                                + name
+                                + "` has no parameter `"
+                                + member
+                                + "`; its parameters"
+                                + " are "
+                                + params.keySet());
             }
         }
         for (Param p : params.values()) {
             JsonNode value = input.get(p.name);
             if (value == null || value.isNull()) {
                 if (p.primitive || template.fillsPath(p.name)) {
-                    throw new IllegalArgumentException("`" + name + "` needs argument `" + p.name + "` ("
-                            + (template.fillsPath(p.name) ? "it fills the path" : p.type.toCanonical())
-                            + "); it is missing or null");
+                    throw new IllegalArgumentException(
+                            "`"
+                                    + name
+                                    + "` needs argument `"
+                                    + p.name
+                                    + "` ("
+                                    + (template.fillsPath(p.name)
+                                            ? "it fills the path"
+                                            : p.type.toCanonical())
+                                    + "); it is missing or null");
                 }
                 continue;
             }
@@ -184,8 +254,16 @@ final class RegisteredAction {
             try {
                 mapper.readerFor(p.type).readValue(value);
             } catch (java.io.IOException | IllegalArgumentException e) {
-                throw new IllegalArgumentException("argument `" + p.name + "` of `" + name + "` does not convert to "
-                        + p.type.toCanonical() + ": " + e.getMessage(), e);
+                throw new IllegalArgumentException(
+                        "argument `"
+                                + p.name
+                                + "` of `"
+                                + name
+                                + "` does not convert to "
+                                + p.type.toCanonical()
+                                + ": "
+                                + e.getMessage(),
+                        e);
             }
         }
 
@@ -194,8 +272,14 @@ final class RegisteredAction {
 
     private void checkFinite(String member, JsonNode value) {
         if ((value.isDouble() || value.isFloat()) && !Double.isFinite(value.doubleValue())) {
-            throw new IllegalArgumentException("argument `" + member + "` of `" + name + "` is " + value.doubleValue()
-                    + ", which is not a JSON number");
+            throw new IllegalArgumentException(
+                    "argument `"
+                            + member
+                            + "` of `"
+                            + name
+                            + "` is "
+                            + value.doubleValue()
+                            + ", which is not a JSON number");
         }
         for (JsonNode item : value) {
             checkFinite(member, item);

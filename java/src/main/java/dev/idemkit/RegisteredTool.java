@@ -20,7 +20,11 @@ import java.util.Set;
 
 /** One {@link Tool} method: how its input binds to parameters, its policy, and its native tool. */
 final class RegisteredTool {
-    private enum Slot { NAMED, WHOLE_INPUT, CONTEXT }
+    private enum Slot {
+        NAMED,
+        WHOLE_INPUT,
+        CONTEXT
+    }
 
     private static final class Param {
         final Slot slot;
@@ -51,9 +55,18 @@ final class RegisteredTool {
     private final boolean wholeInput;
     private final ObjectMapper mapper;
 
-    private RegisteredTool(String name, String description, Object target, Method method, IdempotencyHint hint,
-            KeyStrategy strategy, IdempotencyKeySupplier supplier, IdempotentInvoker.NativeTool nativeTool,
-            JavaType returnType, Param[] params, ObjectMapper mapper) {
+    private RegisteredTool(
+            String name,
+            String description,
+            Object target,
+            Method method,
+            IdempotencyHint hint,
+            KeyStrategy strategy,
+            IdempotencyKeySupplier supplier,
+            IdempotentInvoker.NativeTool nativeTool,
+            JavaType returnType,
+            Param[] params,
+            ObjectMapper mapper) {
         this.name = name;
         this.description = description;
         this.target = target;
@@ -75,49 +88,77 @@ final class RegisteredTool {
         }
         this.names = Collections.unmodifiableSet(named);
         this.wholeInput = whole;
-        boolean isVoid = method.getReturnType() == void.class || method.getReturnType() == Void.class;
+        boolean isVoid =
+                method.getReturnType() == void.class || method.getReturnType() == Void.class;
         ObjectWriter writer = mapper.writerFor(returnType);
         ObjectReader reader = mapper.readerFor(returnType);
-        this.codec = new IdempotentInvoker.ResultCodec() {
-            @Override
-            public byte[] encode(Object result) throws Exception {
-                return isVoid || result == null ? "null".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
-                        : writer.writeValueAsBytes(result);
-            }
+        this.codec =
+                new IdempotentInvoker.ResultCodec() {
+                    @Override
+                    public byte[] encode(Object result) throws Exception {
+                        return isVoid || result == null
+                                ? "null".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
+                                : writer.writeValueAsBytes(result);
+                    }
 
-            @Override
-            public Object decode(byte[] answer, int offset) throws Exception {
-                return isVoid ? null : reader.readValue(answer, offset, answer.length - offset);
-            }
+                    @Override
+                    public Object decode(byte[] answer, int offset) throws Exception {
+                        return isVoid
+                                ? null
+                                : reader.readValue(answer, offset, answer.length - offset);
+                    }
 
-            @Override
-            public String type() {
-                return returnType.toCanonical();
-            }
-        };
+                    @Override
+                    public String type() {
+                        return returnType.toCanonical();
+                    }
+                };
     }
 
     /** Reads a {@link Tool} method and builds its native tool (the core validates the policy). */
     static RegisteredTool of(Object target, Method method, ObjectMapper mapper) {
-        return of(target, method, method.getAnnotation(Tool.class), method.getAnnotation(Idempotent.class), mapper);
+        return of(
+                target,
+                method,
+                method.getAnnotation(Tool.class),
+                method.getAnnotation(Idempotent.class),
+                mapper);
     }
 
-    /** As {@link #of(Object, Method, ObjectMapper)}, with the annotations given (tests build tools by name). */
-    static RegisteredTool of(Object target, Method method, Tool tool, Idempotent methodPolicy, ObjectMapper mapper) {
+    /**
+     * As {@link #of(Object, Method, ObjectMapper)}, with the annotations given (tests build tools
+     * by name).
+     */
+    static RegisteredTool of(
+            Object target, Method method, Tool tool, Idempotent methodPolicy, ObjectMapper mapper) {
         String name = tool.name().isEmpty() ? method.getName() : tool.name();
         Idempotent policy = Registrar.policy(target, method, methodPolicy);
         KeyStrategy strategy = Registrar.strategy(policy);
-        String where = "tool `" + name + "` (" + method.getDeclaringClass().getName() + "." + method.getName() + ")";
+        String where =
+                "tool `"
+                        + name
+                        + "` ("
+                        + method.getDeclaringClass().getName()
+                        + "."
+                        + method.getName()
+                        + ")";
 
         if (tool.idempotencyHint() == IdempotencyHint.REQUIRED
-                && (policy == null || !(strategy == KeyStrategy.HASH_INPUT || strategy == KeyStrategy.EXPLICIT)
+                && (policy == null
+                        || !(strategy == KeyStrategy.HASH_INPUT || strategy == KeyStrategy.EXPLICIT)
                         || policy.ttlSeconds() <= 0)) {
-            throw new IllegalStateException(where + " is declared idempotencyHint = REQUIRED but "
-                    + (policy == null ? "has no @Idempotent policy"
-                            : policy.ttlSeconds() <= 0 ? "its ttlSeconds is " + policy.ttlSeconds()
-                                    : "its strategy is " + strategy + ", which stores no keys")
-                    + "; annotate the method or its class with @Idempotent using HASH_INPUT or EXPLICIT and"
-                    + " ttlSeconds > 0, or drop the hint");
+            throw new IllegalStateException(
+                    where
+                            + " is declared idempotencyHint = REQUIRED but "
+                            + (policy == null
+                                    ? "has no @Idempotent policy"
+                                    : policy.ttlSeconds() <= 0
+                                            ? "its ttlSeconds is " + policy.ttlSeconds()
+                                            : "its strategy is "
+                                                    + strategy
+                                                    + ", which stores no keys")
+                            + "; annotate the method or its class with @Idempotent using HASH_INPUT or EXPLICIT and"
+                            + " ttlSeconds > 0, or drop the hint");
         }
         IdempotencyKeySupplier supplier = Registrar.supplier(where, strategy, target);
 
@@ -137,14 +178,17 @@ final class RegisteredTool {
             } else {
                 String paramName = Registrar.parameterName(where, p, i);
                 if (!seen.add(paramName)) {
-                    throw new IllegalArgumentException(where + " has two parameters named `" + paramName + "`");
+                    throw new IllegalArgumentException(
+                            where + " has two parameters named `" + paramName + "`");
                 }
                 params[i] = new Param(Slot.NAMED, paramName, type, p.getType());
             }
         }
         if (wholeCount > 1 || (wholeCount == 1 && !seen.isEmpty())) {
-            throw new IllegalArgumentException(where + ": a @ToolInput parameter receives the whole input, so the"
-                    + " tool can have no other input parameters");
+            throw new IllegalArgumentException(
+                    where
+                            + ": a @ToolInput parameter receives the whole input, so the"
+                            + " tool can have no other input parameters");
         }
 
         // What keyArguments may name: the parameters, or a @ToolInput bean's properties.
@@ -154,7 +198,8 @@ final class RegisteredTool {
             for (Param p : params) {
                 if (p.slot == Slot.WHOLE_INPUT && isBean(p.type)) {
                     List<String> props = new ArrayList<>();
-                    for (BeanPropertyDefinition d : mapper.getDeserializationConfig().introspect(p.type).findProperties()) {
+                    for (BeanPropertyDefinition d :
+                            mapper.getDeserializationConfig().introspect(p.type).findProperties()) {
                         props.add(d.getName());
                     }
                     checkable = props.toArray(new String[0]);
@@ -165,16 +210,30 @@ final class RegisteredTool {
         JavaType returnType = mapper.getTypeFactory().constructType(method.getGenericReturnType());
         ResultTypes.requireRoundTrip(mapper, returnType, where);
 
-        IdempotentInvoker.NativeTool nativeTool = Registrar.nativeTool(name, policy, tool.timeoutMs(), checkable);
+        IdempotentInvoker.NativeTool nativeTool =
+                Registrar.nativeTool(name, policy, tool.timeoutMs(), checkable);
         method.setAccessible(true);
-        return new RegisteredTool(name, tool.description(), target, method, tool.idempotencyHint(), strategy, supplier,
-                nativeTool, returnType, params, mapper);
+        return new RegisteredTool(
+                name,
+                tool.description(),
+                target,
+                method,
+                tool.idempotencyHint(),
+                strategy,
+                supplier,
+                nativeTool,
+                returnType,
+                params,
+                mapper);
     }
 
     private static boolean isBean(JavaType type) {
         Class<?> raw = type.getRawClass();
-        return !(type.isContainerType() || JsonNode.class.isAssignableFrom(raw) || raw == Object.class
-                || raw.isPrimitive() || raw.getName().startsWith("java."));
+        return !(type.isContainerType()
+                || JsonNode.class.isAssignableFrom(raw)
+                || raw == Object.class
+                || raw.isPrimitive()
+                || raw.getName().startsWith("java."));
     }
 
     /** The input member names the tool reads (empty for a {@link ToolInput} tool). */
@@ -216,10 +275,15 @@ final class RegisteredTool {
     Object[] bind(JsonNode input, IdempotencyContext context) {
         if (!wholeInput) {
             if (!input.isObject()) {
-                throw new IllegalArgumentException("the input of `" + name + "` must be a JSON object with members "
-                        + names + "; it was " + input.getNodeType());
+                throw new IllegalArgumentException(
+                        "the input of `"
+                                + name
+                                + "` must be a JSON object with members "
+                                + names
+                                + "; it was "
+                                + input.getNodeType());
             }
-            for (Iterator<String> it = input.fieldNames(); it.hasNext();) {
+            for (Iterator<String> it = input.fieldNames(); it.hasNext(); ) {
                 String member = it.next();
                 if (!names.contains(member)) {
                     throw unknown(member);
@@ -258,8 +322,16 @@ final class RegisteredTool {
         try {
             return mapper.convertValue(value, p.type);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("argument `" + describe(p) + "` of `" + name + "` does not convert to "
-                    + p.type.toCanonical() + ": " + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    "argument `"
+                            + describe(p)
+                            + "` of `"
+                            + name
+                            + "` does not convert to "
+                            + p.type.toCanonical()
+                            + ": "
+                            + e.getMessage(),
+                    e);
         }
     }
 
@@ -267,8 +339,16 @@ final class RegisteredTool {
         try {
             return mapper.readerFor(p.type).readValue(value);
         } catch (java.io.IOException | IllegalArgumentException e) {
-            throw new IllegalArgumentException("argument `" + describe(p) + "` of `" + name + "` does not convert to "
-                    + p.type.toCanonical() + ": " + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    "argument `"
+                            + describe(p)
+                            + "` of `"
+                            + name
+                            + "` does not convert to "
+                            + p.type.toCanonical()
+                            + ": "
+                            + e.getMessage(),
+                    e);
         }
     }
 
@@ -277,12 +357,19 @@ final class RegisteredTool {
     }
 
     private IllegalArgumentException unknown(String member) {
-        return new IllegalArgumentException("`" + name + "` has no parameter `" + member + "`; its parameters are " + names);
+        return new IllegalArgumentException(
+                "`" + name + "` has no parameter `" + member + "`; its parameters are " + names);
     }
 
     private IllegalArgumentException missing(Param p) {
-        return new IllegalArgumentException("`" + name + "` needs argument `" + p.name + "` (" + p.raw.getName()
-                + "); it is missing or null");
+        return new IllegalArgumentException(
+                "`"
+                        + name
+                        + "` needs argument `"
+                        + p.name
+                        + "` ("
+                        + p.raw.getName()
+                        + "); it is missing or null");
     }
 
     /** Runs the method; its own exception comes out unchanged. */

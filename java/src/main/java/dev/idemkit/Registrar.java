@@ -31,10 +31,10 @@ final class Registrar {
      * annotation's defaults, but the core's TTL and lease (see {@link #nativeTool}).
      */
     @Idempotent(strategy = KeyStrategy.NONE)
-    private static final class Unannotated {
-    }
+    private static final class Unannotated {}
 
-    private static final Idempotent DEFAULT_POLICY = Unannotated.class.getAnnotation(Idempotent.class);
+    private static final Idempotent DEFAULT_POLICY =
+            Unannotated.class.getAnnotation(Idempotent.class);
 
     /** The native tools and the store a registrar owns; freed once. */
     private static final class Owned implements Runnable {
@@ -48,7 +48,9 @@ final class Registrar {
             this.also = also;
         }
 
-        /** Takes the tools over; after {@link #run()} it destroys them at once and answers false. */
+        /**
+         * Takes the tools over; after {@link #run()} it destroys them at once and answers false.
+         */
         synchronized boolean adopt(long[] handles) {
             if (freed) {
                 destroy(handles);
@@ -84,9 +86,11 @@ final class Registrar {
     private final Cleaner.Cleanable cleanable;
 
     /**
-     * @param given the user's store (theirs to close), or null for a new {@link InMemoryIdempotencyStore} owned here
+     * @param given the user's store (theirs to close), or null for a new {@link
+     *     InMemoryIdempotencyStore} owned here
      * @param what "the tool dispatcher", "the web-service executor": for messages
-     * @param alsoOwned what else to free with the native tools (must not reach the registrar's owner), or null
+     * @param alsoOwned what else to free with the native tools (must not reach the registrar's
+     *     owner), or null
      */
     Registrar(IdempotencyStore given, String what, Runnable alsoOwned) {
         NativeIdempotencyStore s;
@@ -95,8 +99,11 @@ final class Registrar {
         } else if (given instanceof NativeIdempotencyStore) {
             s = (NativeIdempotencyStore) given;
         } else {
-            throw new IllegalArgumentException("store " + given.getClass().getName() + " is not run by the idemkit"
-                    + " core; use InMemoryIdempotencyStore, RedisIdempotencyStore or PostgresIdempotencyStore");
+            throw new IllegalArgumentException(
+                    "store "
+                            + given.getClass().getName()
+                            + " is not run by the idemkit"
+                            + " core; use InMemoryIdempotencyStore, RedisIdempotencyStore or PostgresIdempotencyStore");
         }
         if (s.isClosed()) {
             throw new IllegalStateException("the store " + s.describe() + " is closed");
@@ -108,7 +115,10 @@ final class Registrar {
         this.cleanable = NativeIdempotencyStore.CLEANER.register(this, lifetime);
     }
 
-    /** Counts a call in flight until {@link #exit()}; throws {@link IllegalStateException} once closed. */
+    /**
+     * Counts a call in flight until {@link #exit()}; throws {@link IllegalStateException} once
+     * closed.
+     */
     void enter() {
         lifetime.acquire();
     }
@@ -149,7 +159,10 @@ final class Registrar {
         }
     }
 
-    /** The policy of a method: its own {@link Idempotent}, else its declaring class's, else the target class's; null if none. */
+    /**
+     * The policy of a method: its own {@link Idempotent}, else its declaring class's, else the
+     * target class's; null if none.
+     */
     static Idempotent policy(Object target, Method method, Idempotent methodPolicy) {
         Idempotent policy = methodPolicy;
         if (policy == null) {
@@ -172,36 +185,57 @@ final class Registrar {
             return null;
         }
         if (!(target instanceof IdempotencyKeySupplier)) {
-            throw new IllegalStateException(where + " uses strategy EXPLICIT but " + target.getClass().getName()
-                    + " does not implement IdempotencyKeySupplier; implement idempotencyKeyFor(input) on the"
-                    + " class, or use HASH_INPUT");
+            throw new IllegalStateException(
+                    where
+                            + " uses strategy EXPLICIT but "
+                            + target.getClass().getName()
+                            + " does not implement IdempotencyKeySupplier; implement idempotencyKeyFor(input) on the"
+                            + " class, or use HASH_INPUT");
         }
         return (IdempotencyKeySupplier) target;
     }
 
-    /** The key an EXPLICIT supplier gives for this input; null is refused (the core refuses a blank one). */
-    static String suppliedKey(String name, IdempotencyKeySupplier supplier, Map<String, Object> input) {
+    /**
+     * The key an EXPLICIT supplier gives for this input; null is refused (the core refuses a blank
+     * one).
+     */
+    static String suppliedKey(
+            String name, IdempotencyKeySupplier supplier, Map<String, Object> input) {
         String key = supplier.idempotencyKeyFor(Collections.unmodifiableMap(input));
         if (key == null) {
-            throw new InvalidKeyException("invalid idempotency key for `" + name + "`: explicit key: the supplier"
-                    + " returned null; supply a key with at least one visible character", name, null);
+            throw new InvalidKeyException(
+                    "invalid idempotency key for `"
+                            + name
+                            + "`: explicit key: the supplier"
+                            + " returned null; supply a key with at least one visible character",
+                    name,
+                    null);
         }
         return key;
     }
 
     /**
-     * Builds the native tool of a policy (null: strategy NONE with the core's default TTL and lease);
-     * the core validates it.
+     * Builds the native tool of a policy (null: strategy NONE with the core's default TTL and
+     * lease); the core validates it.
      *
      * @param parameters what keyArguments may name, or null to skip that check
      */
-    static IdempotentInvoker.NativeTool nativeTool(String name, Idempotent policy, long timeoutMs,
-            String[] parameters) {
+    static IdempotentInvoker.NativeTool nativeTool(
+            String name, Idempotent policy, long timeoutMs, String[] parameters) {
         Idempotent p = policy == null ? DEFAULT_POLICY : policy;
         long ttl = policy == null ? NativeBridge.DEFAULT_TTL_SECONDS : policy.ttlSeconds();
         long lease = policy == null ? NativeBridge.DEFAULT_LEASE_SECONDS : policy.leaseSeconds();
-        long handle = NativeBridge.toolNew(name, p.strategy().name(), ttl, p.onCacheHit().name(), p.cacheFailures(),
-                p.keyArguments(), lease, timeoutMs, parameters);
+        long handle =
+                NativeBridge.toolNew(
+                        name,
+                        p.strategy().name(),
+                        ttl,
+                        p.onCacheHit().name(),
+                        p.cacheFailures(),
+                        p.keyArguments(),
+                        lease,
+                        timeoutMs,
+                        parameters);
         return new IdempotentInvoker.NativeTool(name, p.strategy(), handle);
     }
 
@@ -221,7 +255,9 @@ final class Registrar {
                 continue;
             }
             for (Method m : c.getDeclaredMethods()) {
-                if (m.isBridge() || m.isSynthetic() || Modifier.isStatic(m.getModifiers())
+                if (m.isBridge()
+                        || m.isSynthetic()
+                        || Modifier.isStatic(m.getModifiers())
                         || !m.isAnnotationPresent(annotation)) {
                     continue;
                 }
@@ -236,8 +272,8 @@ final class Registrar {
     }
 
     /**
-     * The input member a parameter reads: its {@link ToolParam} name, else (compiled with
-     * {@code -parameters}) its own.
+     * The input member a parameter reads: its {@link ToolParam} name, else (compiled with {@code
+     * -parameters}) its own.
      */
     static String parameterName(String where, Parameter p, int index) {
         ToolParam named = p.getAnnotation(ToolParam.class);
@@ -245,21 +281,32 @@ final class Registrar {
             return named.name();
         }
         if (!p.isNamePresent()) {
-            throw new IllegalStateException(where + ": the name of parameter " + index + " is not known; compile"
-                    + " with -parameters or annotate it with @ToolParam(name = ...)");
+            throw new IllegalStateException(
+                    where
+                            + ": the name of parameter "
+                            + index
+                            + " is not known; compile"
+                            + " with -parameters or annotate it with @ToolParam(name = ...)");
         }
         return p.getName();
     }
 
-    /** The declared types of a method's parameters, generics included, as {@code mapper} reads them. */
+    /**
+     * The declared types of a method's parameters, generics included, as {@code mapper} reads them.
+     */
     static JavaType[] parameterTypes(ObjectMapper mapper, Method method) {
         Parameter[] declared = method.getParameters();
         Type[] generic = method.getGenericParameterTypes();
         JavaType[] types = new JavaType[declared.length];
         for (int i = 0; i < declared.length; i++) {
-            // The generic signature can count fewer parameters (synthetic or mandated ones): then each its own.
-            types[i] = mapper.getTypeFactory().constructType(generic.length == declared.length ? generic[i]
-                    : declared[i].getParameterizedType());
+            // The generic signature can count fewer parameters (synthetic or mandated ones): then
+            // each its own.
+            types[i] =
+                    mapper.getTypeFactory()
+                            .constructType(
+                                    generic.length == declared.length
+                                            ? generic[i]
+                                            : declared[i].getParameterizedType());
         }
         return types;
     }
@@ -271,11 +318,18 @@ final class Registrar {
         }
         for (int i = 0; i < value.length(); i++) {
             char c = value.charAt(i);
-            if (Character.isHighSurrogate(c) && i + 1 < value.length() && Character.isLowSurrogate(value.charAt(i + 1))) {
+            if (Character.isHighSurrogate(c)
+                    && i + 1 < value.length()
+                    && Character.isLowSurrogate(value.charAt(i + 1))) {
                 i++;
             } else if (Character.isSurrogate(c)) {
-                throw new IllegalArgumentException(field + " contains a lone surrogate \\u"
-                        + Integer.toHexString(c) + " at index " + i + "; use whole characters");
+                throw new IllegalArgumentException(
+                        field
+                                + " contains a lone surrogate \\u"
+                                + Integer.toHexString(c)
+                                + " at index "
+                                + i
+                                + "; use whole characters");
             }
         }
         return value;

@@ -41,15 +41,21 @@ final class RequestTemplate {
     }
 
     private final String name;
+
     /** The endpoint cut at its placeholders: literal, name, literal, name, ..., literal. */
     private final List<String> parts;
+
     private final boolean hasQuery;
     private final List<String> parameters;
     private final Set<String> pathNames;
     private final ParamType paramType;
     private final boolean hasBody;
 
-    private RequestTemplate(String name, List<String> parts, List<String> parameters, Set<String> pathNames,
+    private RequestTemplate(
+            String name,
+            List<String> parts,
+            List<String> parameters,
+            Set<String> pathNames,
             ParamType paramType) {
         this.name = name;
         this.parts = parts;
@@ -70,17 +76,24 @@ final class RequestTemplate {
      * @param where "web-service action `name` (Class.method)", for messages
      * @param baseUri what a relative endpoint is resolved against, or null
      */
-    static RequestTemplate of(String where, String name, WebService ws, Set<String> parameters, String baseUri) {
+    static RequestTemplate of(
+            String where, String name, WebService ws, Set<String> parameters, String baseUri) {
         String endpoint = ws.endpoint().trim();
         if (endpoint.isEmpty()) {
-            throw new IllegalArgumentException(where + " has an empty endpoint; give a URL or a path");
+            throw new IllegalArgumentException(
+                    where + " has an empty endpoint; give a URL or a path");
         }
         if (!ABSOLUTE.matcher(endpoint).matches()) {
             if (baseUri == null) {
-                throw new IllegalArgumentException(where + ": endpoint `" + endpoint + "` is relative; set"
-                        + " baseUri(...) on the WebServiceExecutor builder, or give an absolute URL");
+                throw new IllegalArgumentException(
+                        where
+                                + ": endpoint `"
+                                + endpoint
+                                + "` is relative; set"
+                                + " baseUri(...) on the WebServiceExecutor builder, or give an absolute URL");
             }
-            String base = baseUri.endsWith("/") ? baseUri.substring(0, baseUri.length() - 1) : baseUri;
+            String base =
+                    baseUri.endsWith("/") ? baseUri.substring(0, baseUri.length() - 1) : baseUri;
             endpoint = base + (endpoint.startsWith("/") ? endpoint : "/" + endpoint);
         }
         List<String> parts = cut(where, endpoint);
@@ -93,15 +106,21 @@ final class RequestTemplate {
             }
             String placeholder = parts.get(i);
             if (!parameters.contains(placeholder)) {
-                throw new IllegalArgumentException(where + ": endpoint placeholder {" + placeholder + "} names no"
-                        + " parameter; the parameters are " + parameters);
+                throw new IllegalArgumentException(
+                        where
+                                + ": endpoint placeholder {"
+                                + placeholder
+                                + "} names no"
+                                + " parameter; the parameters are "
+                                + parameters);
             }
             pathNames.add(placeholder);
             probe.append('x');
         }
         try {
             URI uri = new URI(probe.toString());
-            if (!("http".equalsIgnoreCase(uri.getScheme()) || "https".equalsIgnoreCase(uri.getScheme()))
+            if (!("http".equalsIgnoreCase(uri.getScheme())
+                            || "https".equalsIgnoreCase(uri.getScheme()))
                     || uri.getHost() == null) {
                 throw new URISyntaxException(probe.toString(), "not an http(s) URL with a host");
             }
@@ -109,27 +128,43 @@ final class RequestTemplate {
                 throw new URISyntaxException(probe.toString(), "a fragment is never sent");
             }
         } catch (URISyntaxException e) {
-            throw new IllegalArgumentException(where + ": endpoint `" + endpoint + "` is not a valid URL: "
-                    + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    where + ": endpoint `" + endpoint + "` is not a valid URL: " + e.getMessage(),
+                    e);
         }
         ParamType paramType = ws.paramType();
         if (paramType == ParamType.PATH) {
             for (String p : parameters) {
                 if (!pathNames.contains(p)) {
-                    throw new IllegalArgumentException(where + " has paramType = PATH but its endpoint `" + endpoint
-                            + "` has no placeholder {" + p + "}; add one, or use BODY or QUERY for the other"
-                            + " parameters");
+                    throw new IllegalArgumentException(
+                            where
+                                    + " has paramType = PATH but its endpoint `"
+                                    + endpoint
+                                    + "` has no placeholder {"
+                                    + p
+                                    + "}; add one, or use BODY or QUERY for the other"
+                                    + " parameters");
                 }
             }
         }
         HttpMethod httpMethod = ws.method();
-        if (paramType == ParamType.BODY && parameters.size() > pathNames.size() && !httpMethod.carriesIdempotencyKey()
+        if (paramType == ParamType.BODY
+                && parameters.size() > pathNames.size()
+                && !httpMethod.carriesIdempotencyKey()
                 && httpMethod != HttpMethod.OPTIONS) {
-            throw new IllegalArgumentException(where + " is a " + httpMethod + " with paramType = BODY, but a "
-                    + httpMethod + " request has no body; use paramType = QUERY or PATH");
+            throw new IllegalArgumentException(
+                    where
+                            + " is a "
+                            + httpMethod
+                            + " with paramType = BODY, but a "
+                            + httpMethod
+                            + " request has no body; use paramType = QUERY or PATH");
         }
-        return new RequestTemplate(name, Collections.unmodifiableList(parts),
-                Collections.unmodifiableList(new ArrayList<>(parameters)), Collections.unmodifiableSet(pathNames),
+        return new RequestTemplate(
+                name,
+                Collections.unmodifiableList(parts),
+                Collections.unmodifiableList(new ArrayList<>(parameters)),
+                Collections.unmodifiableSet(pathNames),
                 paramType);
     }
 
@@ -140,8 +175,13 @@ final class RequestTemplate {
         for (int i = 0; i < endpoint.length(); i++) {
             char c = endpoint.charAt(i);
             if (c == '}') {
-                throw new IllegalArgumentException(where + ": endpoint `" + endpoint + "` has a `}` without its `{`"
-                        + " at index " + i);
+                throw new IllegalArgumentException(
+                        where
+                                + ": endpoint `"
+                                + endpoint
+                                + "` has a `}` without its `{`"
+                                + " at index "
+                                + i);
             }
             if (c != '{') {
                 literal.append(c);
@@ -150,13 +190,24 @@ final class RequestTemplate {
             int close = endpoint.indexOf('}', i + 1);
             int nested = endpoint.indexOf('{', i + 1);
             if (close < 0 || (nested >= 0 && nested < close)) {
-                throw new IllegalArgumentException(where + ": endpoint `" + endpoint + "` has a `{` without its `}`"
-                        + " at index " + i + "; placeholders are {name}");
+                throw new IllegalArgumentException(
+                        where
+                                + ": endpoint `"
+                                + endpoint
+                                + "` has a `{` without its `}`"
+                                + " at index "
+                                + i
+                                + "; placeholders are {name}");
             }
             String placeholder = endpoint.substring(i + 1, close);
             if (placeholder.isBlank()) {
-                throw new IllegalArgumentException(where + ": endpoint `" + endpoint + "` has an empty placeholder {}"
-                        + " at index " + i);
+                throw new IllegalArgumentException(
+                        where
+                                + ": endpoint `"
+                                + endpoint
+                                + "` has an empty placeholder {}"
+                                + " at index "
+                                + i);
             }
             parts.add(literal.toString());
             parts.add(placeholder);
@@ -177,7 +228,9 @@ final class RequestTemplate {
         return hasBody;
     }
 
-    /** The request for an input already checked against the parameters (a JSON object as passed). */
+    /**
+     * The request for an input already checked against the parameters (a JSON object as passed).
+     */
     Request request(JsonNode input) {
         StringBuilder uri = new StringBuilder(64);
         for (int i = 0; i < parts.size(); i++) {
@@ -187,8 +240,14 @@ final class RequestTemplate {
                 String placeholder = parts.get(i);
                 JsonNode value = input.get(placeholder);
                 if (value.isContainerNode()) {
-                    throw new IllegalArgumentException("argument `" + placeholder + "` of `" + name + "` fills the"
-                            + " path, so it must be a string, number or boolean; it was " + value.getNodeType());
+                    throw new IllegalArgumentException(
+                            "argument `"
+                                    + placeholder
+                                    + "` of `"
+                                    + name
+                                    + "` fills the"
+                                    + " path, so it must be a string, number or boolean; it was "
+                                    + value.getNodeType());
                 }
                 uri.append(encode(scalar(value), placeholder));
             }
@@ -216,7 +275,7 @@ final class RequestTemplate {
             }
         } else if (hasBody) {
             ObjectNode members = JsonWire.objectNode();
-            for (Iterator<Map.Entry<String, JsonNode>> it = input.fields(); it.hasNext();) {
+            for (Iterator<Map.Entry<String, JsonNode>> it = input.fields(); it.hasNext(); ) {
                 Map.Entry<String, JsonNode> member = it.next();
                 if (!pathNames.contains(member.getKey())) {
                     members.set(member.getKey(), member.getValue());
@@ -235,7 +294,10 @@ final class RequestTemplate {
         query.append(encode(member, member)).append('=').append(encode(text, member));
     }
 
-    /** A scalar as text: a string as itself, a number as its JSON text (shortest for doubles), a boolean. */
+    /**
+     * A scalar as text: a string as itself, a number as its JSON text (shortest for doubles), a
+     * boolean.
+     */
     private static String scalar(JsonNode value) {
         if (value.isTextual()) {
             return value.textValue();
@@ -258,20 +320,32 @@ final class RequestTemplate {
      * ({@code /}, {@code ?}, {@code &}, {@code =}, {@code +} and a space as {@code %20} included).
      */
     static String encode(String text, String member) {
-        CharsetEncoder utf8 = StandardCharsets.UTF_8.newEncoder().onMalformedInput(CodingErrorAction.REPORT)
-                .onUnmappableCharacter(CodingErrorAction.REPORT);
+        CharsetEncoder utf8 =
+                StandardCharsets.UTF_8
+                        .newEncoder()
+                        .onMalformedInput(CodingErrorAction.REPORT)
+                        .onUnmappableCharacter(CodingErrorAction.REPORT);
         ByteBuffer bytes;
         try {
             bytes = utf8.encode(CharBuffer.wrap(text));
         } catch (CharacterCodingException e) {
-            throw new IllegalArgumentException("argument `" + member + "` contains a lone surrogate; use whole"
-                    + " characters", e);
+            throw new IllegalArgumentException(
+                    "argument `"
+                            + member
+                            + "` contains a lone surrogate; use whole"
+                            + " characters",
+                    e);
         }
         StringBuilder out = new StringBuilder(text.length() + 8);
         while (bytes.hasRemaining()) {
             int b = bytes.get() & 0xFF;
-            if ((b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') || (b >= '0' && b <= '9') || b == '-' || b == '.'
-                    || b == '_' || b == '~') {
+            if ((b >= 'A' && b <= 'Z')
+                    || (b >= 'a' && b <= 'z')
+                    || (b >= '0' && b <= '9')
+                    || b == '-'
+                    || b == '.'
+                    || b == '_'
+                    || b == '~') {
                 out.append((char) b);
             } else {
                 out.append('%').append(HEX[b >> 4]).append(HEX[b & 0xF]);

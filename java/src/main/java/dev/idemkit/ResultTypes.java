@@ -17,9 +17,9 @@ import com.fasterxml.jackson.databind.deser.impl.UnsupportedTypeDeserializer;
 import com.fasterxml.jackson.databind.introspect.AnnotatedMember;
 import com.fasterxml.jackson.databind.introspect.BeanPropertyDefinition;
 import com.fasterxml.jackson.databind.json.JsonMapper;
-import com.fasterxml.jackson.databind.ser.std.BeanSerializerBase;
 import com.fasterxml.jackson.databind.ser.impl.UnknownSerializer;
 import com.fasterxml.jackson.databind.ser.impl.UnsupportedTypeSerializer;
+import com.fasterxml.jackson.databind.ser.std.BeanSerializerBase;
 import com.fasterxml.jackson.datatype.jdk8.Jdk8Module;
 import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import java.util.HashSet;
@@ -31,8 +31,7 @@ import java.util.Set;
  * JSON and read back.
  */
 final class ResultTypes {
-    private ResultTypes() {
-    }
+    private ResultTypes() {}
 
     /**
      * The default mapper: java.time and JDK 8 types (Optional, OptionalInt, ...) registered, dates
@@ -71,10 +70,16 @@ final class ResultTypes {
             problem = probe.readProblem(type);
         }
         if (problem != null) {
-            throw new IllegalArgumentException(where + " returns " + type.toCanonical() + ", which idemkit cannot"
-                    + " record as JSON and read back: " + problem + ". Return a type Jackson can write and read (public"
-                    + " getters or fields, and a no-argument constructor or a @JsonCreator), or give the builder an"
-                    + " ObjectMapper that handles it");
+            throw new IllegalArgumentException(
+                    where
+                            + " returns "
+                            + type.toCanonical()
+                            + ", which idemkit cannot"
+                            + " record as JSON and read back: "
+                            + problem
+                            + ". Return a type Jackson can write and read (public"
+                            + " getters or fields, and a no-argument constructor or a @JsonCreator), or give the builder an"
+                            + " ObjectMapper that handles it");
         }
     }
 
@@ -109,12 +114,16 @@ final class ResultTypes {
             this.mapper = mapper;
             this.writing = mapper.getSerializerProviderInstance();
             DeserializationConfig config = mapper.getDeserializationConfig();
-            this.reading = ((DefaultDeserializationContext) mapper.getDeserializationContext()).createDummyInstance(config);
+            this.reading =
+                    ((DefaultDeserializationContext) mapper.getDeserializationContext())
+                            .createDummyInstance(config);
         }
 
         private static boolean anything(JavaType type) {
             Class<?> raw = type.getRawClass();
-            return raw == Object.class || JsonNode.class.isAssignableFrom(raw) || type.isPrimitive();
+            return raw == Object.class
+                    || JsonNode.class.isAssignableFrom(raw)
+                    || type.isPrimitive();
         }
 
         private static String hint(JavaType type) {
@@ -129,8 +138,10 @@ final class ResultTypes {
         }
 
         private static String cause(Exception e) {
-            String message = e instanceof com.fasterxml.jackson.core.JacksonException
-                    ? ((com.fasterxml.jackson.core.JacksonException) e).getOriginalMessage() : e.getMessage();
+            String message =
+                    e instanceof com.fasterxml.jackson.core.JacksonException
+                            ? ((com.fasterxml.jackson.core.JacksonException) e).getOriginalMessage()
+                            : e.getMessage();
             return String.valueOf(message);
         }
 
@@ -148,20 +159,27 @@ final class ResultTypes {
             if (serializer instanceof UnsupportedTypeSerializer) {
                 return type.toCanonical() + " is not supported by this ObjectMapper" + hint(type);
             }
-            if (serializer instanceof UnknownSerializer && writing.isEnabled(SerializationFeature.FAIL_ON_EMPTY_BEANS)) {
-                return type.toCanonical() + " has no properties Jackson can write (no public getter or field, no"
+            if (serializer instanceof UnknownSerializer
+                    && writing.isEnabled(SerializationFeature.FAIL_ON_EMPTY_BEANS)) {
+                return type.toCanonical()
+                        + " has no properties Jackson can write (no public getter or field, no"
                         + " @JsonProperty or @JsonValue)";
             }
             if (type.isContainerType() || type.isReferenceType()) {
                 return type.getContentType() == null ? null : writeProblem(type.getContentType());
             }
             if (serializer instanceof BeanSerializerBase) {
-                for (BeanPropertyDefinition property : mapper.getSerializationConfig().introspect(type).findProperties()) {
+                for (BeanPropertyDefinition property :
+                        mapper.getSerializationConfig().introspect(type).findProperties()) {
                     AnnotatedMember accessor = property.getAccessor();
                     if (accessor != null && property.couldSerialize()) {
                         String problem = writeProblem(accessor.getType());
                         if (problem != null) {
-                            return problem + ", in property `" + property.getName() + "` of " + type.toCanonical();
+                            return problem
+                                    + ", in property `"
+                                    + property.getName()
+                                    + "` of "
+                                    + type.toCanonical();
                         }
                     }
                 }
@@ -184,31 +202,43 @@ final class ResultTypes {
                 return type.toCanonical() + " is not supported by this ObjectMapper" + hint(type);
             }
             if (deserializer instanceof AbstractDeserializer) {
-                return type.toCanonical() + " is abstract and its JSON carries no type information (@JsonTypeInfo),"
+                return type.toCanonical()
+                        + " is abstract and its JSON carries no type information (@JsonTypeInfo),"
                         + " so Jackson cannot tell which class to read back";
             }
             if (deserializer instanceof BeanDeserializerBase
-                    && !((BeanDeserializerBase) deserializer).getValueInstantiator().canInstantiate()) {
-                return type.toCanonical() + " has no creator Jackson can use to read it back (no no-argument"
+                    && !((BeanDeserializerBase) deserializer)
+                            .getValueInstantiator()
+                            .canInstantiate()) {
+                return type.toCanonical()
+                        + " has no creator Jackson can use to read it back (no no-argument"
                         + " constructor, no @JsonCreator)";
             }
             if (type.isMapLikeType() && type.getKeyType() != null && !anything(type.getKeyType())) {
                 try {
                     reading.findKeyDeserializer(type.getKeyType(), null);
                 } catch (Exception e) {
-                    return "the map keys " + type.getKeyType().toCanonical() + " cannot be read back: " + cause(e);
+                    return "the map keys "
+                            + type.getKeyType().toCanonical()
+                            + " cannot be read back: "
+                            + cause(e);
                 }
             }
             if (type.isContainerType() || type.isReferenceType()) {
                 return type.getContentType() == null ? null : readProblem(type.getContentType());
             }
             if (deserializer instanceof BeanDeserializerBase) {
-                for (BeanPropertyDefinition property : mapper.getDeserializationConfig().introspect(type).findProperties()) {
+                for (BeanPropertyDefinition property :
+                        mapper.getDeserializationConfig().introspect(type).findProperties()) {
                     AnnotatedMember mutator = property.getMutator();
                     if (mutator != null && property.couldDeserialize()) {
                         String problem = readProblem(mutator.getType());
                         if (problem != null) {
-                            return problem + ", in property `" + property.getName() + "` of " + type.toCanonical();
+                            return problem
+                                    + ", in property `"
+                                    + property.getName()
+                                    + "` of "
+                                    + type.toCanonical();
                         }
                     }
                 }

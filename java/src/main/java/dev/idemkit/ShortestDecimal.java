@@ -6,13 +6,13 @@ import java.math.RoundingMode;
 
 /**
  * The shortest decimal that reads back as the same {@code double} (or {@code float}): what
- * ECMAScript's Number-to-String picks, which SPEC §2 requires for native numbers. JDK 17's
- * {@code Double.toString} is not shortest ({@code 1e23} prints as {@code 9.999999999999999E22}).
+ * ECMAScript's Number-to-String picks, which SPEC §2 requires for native numbers. JDK 17's {@code
+ * Double.toString} is not shortest ({@code 1e23} prints as {@code 9.999999999999999E22}).
  *
- * <p>For each precision from 1 digit up, the two decimals of that precision around the exact
- * binary value are candidates; the first precision at which a candidate reads back wins, and if
- * both do, the one nearer the exact value (ties: the even last digit). A simple search over
- * {@link BigDecimal}, used only for numbers handed over as Java floating-point values.
+ * <p>For each precision from 1 digit up, the two decimals of that precision around the exact binary
+ * value are candidates; the first precision at which a candidate reads back wins, and if both do,
+ * the one nearer the exact value (ties: the even last digit). A simple search over {@link
+ * BigDecimal}, used only for numbers handed over as Java floating-point values.
  */
 final class ShortestDecimal {
     private static final MathContext[] FLOOR = new MathContext[18];
@@ -25,8 +25,7 @@ final class ShortestDecimal {
         }
     }
 
-    private ShortestDecimal() {
-    }
+    private ShortestDecimal() {}
 
     /** JSON number text for a finite double. */
     static String of(double d) {
@@ -72,7 +71,8 @@ final class ShortestDecimal {
         return exact.toString();
     }
 
-    private static BigDecimal choose(BigDecimal exact, BigDecimal low, boolean lowOk, BigDecimal high, boolean highOk) {
+    private static BigDecimal choose(
+            BigDecimal exact, BigDecimal low, boolean lowOk, BigDecimal high, boolean highOk) {
         if (lowOk && highOk) {
             int cmp = exact.subtract(low).compareTo(high.subtract(exact));
             if (cmp != 0) {

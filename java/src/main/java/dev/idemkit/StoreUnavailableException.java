@@ -1,6 +1,8 @@
 package dev.idemkit;
 
-/** The store could not be reached or answered an error; never read as permission. Nothing was run. */
+/**
+ * The store could not be reached or answered an error; never read as permission. Nothing was run.
+ */
 public class StoreUnavailableException extends IdempotencyException {
     private static final long serialVersionUID = 1L;
 

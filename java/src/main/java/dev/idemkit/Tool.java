@@ -9,8 +9,8 @@ import java.lang.annotation.Target;
 /**
  * Marks a method as a tool the {@link ToolDispatcher} can call by name. It is found on the class of
  * the object given to the dispatcher, its superclasses and its interfaces; an override annotated
- * {@code @Tool} again replaces the original (with its own name and {@link Idempotent}), one that
- * is not keeps the original's annotations and is what runs.
+ * {@code @Tool} again replaces the original (with its own name and {@link Idempotent}), one that is
+ * not keeps the original's annotations and is what runs.
  */
 @Documented
 @Retention(RetentionPolicy.RUNTIME)
@@ -22,7 +22,10 @@ public @interface Tool {
     /** What the tool does (for a model's tool list). */
     String description() default "";
 
-    /** {@link IdempotencyHint#REQUIRED} refuses registration without a storing {@link Idempotent} policy. */
+    /**
+     * {@link IdempotencyHint#REQUIRED} refuses registration without a storing {@link Idempotent}
+     * policy.
+     */
     IdempotencyHint idempotencyHint() default IdempotencyHint.DEFAULT;
 
     /**

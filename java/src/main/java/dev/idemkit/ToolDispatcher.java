@@ -29,9 +29,9 @@ import java.util.Set;
  *
  * <p>The input is hashed as passed, before it is converted to parameter types. Thread-safe; cheap
  * views with another tenant or run come from {@link #withTenant} and {@link #withRun}. Tool methods
- * are found on the class, its superclasses and interfaces: an override that is annotated
- * {@link Tool} replaces its original, one that is not keeps the original's annotations.
- * {@link #close()} frees the native tools (and a store the builder created).
+ * are found on the class, its superclasses and interfaces: an override that is annotated {@link
+ * Tool} replaces its original, one that is not keeps the original's annotations. {@link #close()}
+ * frees the native tools (and a store the builder created).
  */
 public final class ToolDispatcher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("dev.idemkit");
@@ -65,7 +65,10 @@ public final class ToolDispatcher implements AutoCloseable {
         return new Builder();
     }
 
-    /** The same tools and store for another tenant ({@code null}: no tenant; {@code ""} is a tenant). */
+    /**
+     * The same tools and store for another tenant ({@code null}: no tenant; {@code ""} is a
+     * tenant).
+     */
     public ToolDispatcher withTenant(String tenant) {
         return new ToolDispatcher(registry, Registrar.checkText("tenant", tenant), run);
     }
@@ -115,7 +118,11 @@ public final class ToolDispatcher implements AutoCloseable {
             default:
                 break;
         }
-        return invoke(registered, json, supplied, context -> registered.invoke(bindOrRefuse(() -> registered.bind(in, context))));
+        return invoke(
+                registered,
+                json,
+                supplied,
+                context -> registered.invoke(bindOrRefuse(() -> registered.bind(in, context))));
     }
 
     /**
@@ -134,17 +141,26 @@ public final class ToolDispatcher implements AutoCloseable {
                 break;
             case EXPLICIT:
                 parsed = parse(registered, jsonInput);
-                supplied = Registrar.suppliedKey(registered.name, registered.supplier, asMap(registered, parsed));
+                supplied =
+                        Registrar.suppliedKey(
+                                registered.name, registered.supplier, asMap(registered, parsed));
                 json = JsonInput.ofString(supplied);
                 break;
             default:
                 break;
         }
         JsonNode early = parsed;
-        return invoke(registered, json, supplied, context -> {
-            JsonNode node = early != null ? early : bindOrRefuse(() -> parse(registered, jsonInput));
-            return registered.invoke(bindOrRefuse(() -> registered.bind(node, context)));
-        });
+        return invoke(
+                registered,
+                json,
+                supplied,
+                context -> {
+                    JsonNode node =
+                            early != null
+                                    ? early
+                                    : bindOrRefuse(() -> parse(registered, jsonInput));
+                    return registered.invoke(bindOrRefuse(() -> registered.bind(node, context)));
+                });
     }
 
     /** {@link #call(String, Map)}, the result as {@code type}. */
@@ -171,11 +187,13 @@ public final class ToolDispatcher implements AutoCloseable {
         return ResultTypes.as(registry.mapper, result, type);
     }
 
-    private Object invoke(RegisteredTool tool, JsonInput json, String supplied, IdempotentInvoker.Body body) {
+    private Object invoke(
+            RegisteredTool tool, JsonInput json, String supplied, IdempotentInvoker.Body body) {
         Registrar registrar = registry.registrar;
         registrar.enter();
         try {
-            return IdempotentInvoker.invoke(registrar.store, tool.nativeTool, context, json, supplied, body, tool.codec);
+            return IdempotentInvoker.invoke(
+                    registrar.store, tool.nativeTool, context, json, supplied, body, tool.codec);
         } finally {
             registrar.exit();
             Reference.reachabilityFence(registry);
@@ -186,8 +204,8 @@ public final class ToolDispatcher implements AutoCloseable {
     /**
      * Closes the dispatcher and every view of it: later calls throw {@link IllegalStateException};
      * calls in flight finish first, then the native tools are freed, and the store too if the
-     * builder created it (a store given to {@link Builder#store} is the caller's to close).
-     * Atomic and safe to call twice.
+     * builder created it (a store given to {@link Builder#store} is the caller's to close). Atomic
+     * and safe to call twice.
      */
     @Override
     public void close() {
@@ -214,7 +232,8 @@ public final class ToolDispatcher implements AutoCloseable {
     private RegisteredTool lookup(String tool) {
         RegisteredTool registered = registry.tools.get(tool);
         if (registered == null) {
-            throw new IllegalArgumentException("no tool named `" + tool + "`; the tools are " + registry.tools.keySet());
+            throw new IllegalArgumentException(
+                    "no tool named `" + tool + "`; the tools are " + registry.tools.keySet());
         }
         return registered;
     }
@@ -225,9 +244,13 @@ public final class ToolDispatcher implements AutoCloseable {
 
     private Map<String, Object> asMap(RegisteredTool tool, JsonNode node) {
         if (!node.isObject()) {
-            throw new IllegalArgumentException("the input of `" + tool.name + "` must be a JSON object; it was " + node.getNodeType());
+            throw new IllegalArgumentException(
+                    "the input of `"
+                            + tool.name
+                            + "` must be a JSON object; it was "
+                            + node.getNodeType());
         }
-        return registry.mapper.convertValue(node, new TypeReference<Map<String, Object>>() { });
+        return registry.mapper.convertValue(node, new TypeReference<Map<String, Object>>() {});
     }
 
     /** Builds a {@link ToolDispatcher}; {@link #build()} registers and validates every tool. */
@@ -239,8 +262,7 @@ public final class ToolDispatcher implements AutoCloseable {
         private String run;
         private ObjectMapper mapper;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** Objects whose {@link Tool} methods are registered. */
         public Builder tools(Object... objects) {
@@ -250,13 +272,19 @@ public final class ToolDispatcher implements AutoCloseable {
             return this;
         }
 
-        /** Registers one method as a tool with these annotations instead of its own (for tests and generated tools). */
+        /**
+         * Registers one method as a tool with these annotations instead of its own (for tests and
+         * generated tools).
+         */
         Builder tool(Object target, Method method, Tool tool, Idempotent policy) {
             explicitTools.add(new Object[] {target, method, tool, policy});
             return this;
         }
 
-        /** Where records live; default a new {@link InMemoryIdempotencyStore} owned by the dispatcher. */
+        /**
+         * Where records live; default a new {@link InMemoryIdempotencyStore} owned by the
+         * dispatcher.
+         */
         public Builder store(IdempotencyStore store) {
             this.store = store;
             return this;
@@ -284,7 +312,8 @@ public final class ToolDispatcher implements AutoCloseable {
         /**
          * Registers every tool.
          *
-         * @throws IllegalStateException a REQUIRED tool without a storing policy, EXPLICIT without a supplier
+         * @throws IllegalStateException a REQUIRED tool without a storing policy, EXPLICIT without
+         *     a supplier
          * @throws IllegalArgumentException a policy the core refuses (TTL or lease ≤ 0, unknown
          *     keyArguments, timeoutMs ≥ lease), a duplicate tool name
          */
@@ -296,18 +325,29 @@ public final class ToolDispatcher implements AutoCloseable {
             try {
                 List<Object[]> all = new ArrayList<>();
                 for (Object target : tools) {
-                    for (Method method : Registrar.annotatedMethods(target.getClass(), Tool.class)) {
-                        all.add(new Object[] {target, method, method.getAnnotation(Tool.class),
-                            method.getAnnotation(Idempotent.class)});
+                    for (Method method :
+                            Registrar.annotatedMethods(target.getClass(), Tool.class)) {
+                        all.add(
+                                new Object[] {
+                                    target,
+                                    method,
+                                    method.getAnnotation(Tool.class),
+                                    method.getAnnotation(Idempotent.class)
+                                });
                     }
                 }
                 all.addAll(explicitTools);
                 for (Object[] t : all) {
-                    RegisteredTool tool = RegisteredTool.of(t[0], (Method) t[1], (Tool) t[2], (Idempotent) t[3], m);
+                    RegisteredTool tool =
+                            RegisteredTool.of(
+                                    t[0], (Method) t[1], (Tool) t[2], (Idempotent) t[3], m);
                     handles.add(tool.nativeTool.handle);
                     if (registered.putIfAbsent(tool.name, tool) != null) {
-                        throw new IllegalArgumentException("two tools are named `" + tool.name + "`; tool names"
-                                + " are key scopes and must be unique");
+                        throw new IllegalArgumentException(
+                                "two tools are named `"
+                                        + tool.name
+                                        + "`; tool names"
+                                        + " are key scopes and must be unique");
                     }
                 }
             } catch (RuntimeException refused) {
@@ -325,12 +365,18 @@ public final class ToolDispatcher implements AutoCloseable {
                     }
                 }
                 if (!required.isEmpty()) {
-                    LOG.log(System.Logger.Level.WARNING, "idemkit: tools {0} are idempotencyHint = REQUIRED but their"
-                            + " store is in-memory: records live in this process only, so another instance or a"
-                            + " restart runs them again. Use RedisIdempotencyStore or PostgresIdempotencyStore.", required);
+                    LOG.log(
+                            System.Logger.Level.WARNING,
+                            "idemkit: tools {0} are idempotencyHint = REQUIRED but their"
+                                    + " store is in-memory: records live in this process only, so another instance or a"
+                                    + " restart runs them again. Use RedisIdempotencyStore or PostgresIdempotencyStore.",
+                            required);
                 }
             }
-            return new ToolDispatcher(new Registry(Collections.unmodifiableMap(registered), registrar, m), tenant, run);
+            return new ToolDispatcher(
+                    new Registry(Collections.unmodifiableMap(registered), registrar, m),
+                    tenant,
+                    run);
         }
     }
 }

@@ -14,5 +14,4 @@ import java.lang.annotation.Target;
 @Documented
 @Retention(RetentionPolicy.RUNTIME)
 @Target(ElementType.PARAMETER)
-public @interface ToolInput {
-}
+public @interface ToolInput {}

@@ -28,10 +28,9 @@ import java.lang.annotation.Target;
 @Target(ElementType.METHOD)
 public @interface WebService {
     /**
-     * The URL: absolute ({@code https://api.example.com/v1/charges}), or a path
-     * ({@code /v1/charges}) resolved against the executor's {@code baseUri}. {@code {name}}
-     * placeholders are filled from the parameters of those names, percent-encoded as one path
-     * segment each.
+     * The URL: absolute ({@code https://api.example.com/v1/charges}), or a path ({@code
+     * /v1/charges}) resolved against the executor's {@code baseUri}. {@code {name}} placeholders
+     * are filled from the parameters of those names, percent-encoded as one path segment each.
      */
     String endpoint();
 

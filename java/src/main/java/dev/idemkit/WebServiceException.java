@@ -1,17 +1,17 @@
 package dev.idemkit;
 
 /**
- * A {@link WebService} action failed: the service answered a non-2xx status, or no response came
- * (a transport error, or no time was left to start a retry) after the retries the executor allows.
- * (An exchange cut at the deadline is not this: its outcome is unknown, see {@link
- * IdempotencyTimeoutException}.) The action's
- * own failure, not idemkit's refusal: the claim is released (a retry sends again, with the same
- * {@code Idempotency-Key} for {@code HASH_INPUT}/{@code EXPLICIT}), or, with
- * {@code cacheFailures}, remembered, so a repeat gets {@link CachedFailureException} naming this
- * class and message without a request.
+ * A {@link WebService} action failed: the service answered a non-2xx status, or no response came (a
+ * transport error, or no time was left to start a retry) after the retries the executor allows. (An
+ * exchange cut at the deadline is not this: its outcome is unknown, see {@link
+ * IdempotencyTimeoutException}.) The action's own failure, not idemkit's refusal: the claim is
+ * released (a retry sends again, with the same {@code Idempotency-Key} for {@code
+ * HASH_INPUT}/{@code EXPLICIT}), or, with {@code cacheFailures}, remembered, so a repeat gets
+ * {@link CachedFailureException} naming this class and message without a request.
  */
 public class WebServiceException extends RuntimeException {
     private static final long serialVersionUID = 1L;
+
     /** How much of the body a message quotes (the full body is {@link #body()}). */
     static final int QUOTED_BODY = 500;
 
@@ -23,8 +23,16 @@ public class WebServiceException extends RuntimeException {
     private final String key;
     private final int attempts;
 
-    public WebServiceException(String message, String action, HttpMethod method, String uri, int status, String body,
-            String key, int attempts, Throwable cause) {
+    public WebServiceException(
+            String message,
+            String action,
+            HttpMethod method,
+            String uri,
+            int status,
+            String body,
+            String key,
+            int attempts,
+            Throwable cause) {
         super(message, cause);
         this.action = action;
         this.method = method;
@@ -49,12 +57,16 @@ public class WebServiceException extends RuntimeException {
         return uri;
     }
 
-    /** The HTTP status of the last response, or 0 when no response came (see {@link #getCause()}). */
+    /**
+     * The HTTP status of the last response, or 0 when no response came (see {@link #getCause()}).
+     */
     public int status() {
         return status;
     }
 
-    /** Whether no response came: a transport error or the deadline; {@link #getCause()} says which. */
+    /**
+     * Whether no response came: a transport error or the deadline; {@link #getCause()} says which.
+     */
     public boolean noResponse() {
         return status == 0;
     }

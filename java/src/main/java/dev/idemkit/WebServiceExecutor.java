@@ -22,9 +22,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * Calls {@link WebService} actions by name under their {@link Idempotent} policies, through the
  * same core protocol as {@link ToolDispatcher}: a repeated call with the same input (or the same
  * explicit key) sends its request at most once while its record is kept, and every repeat gets the
- * remembered result or a typed {@link IdempotencyException}. {@code POST}, {@code PUT},
- * {@code PATCH} and {@code DELETE} carry the call's key as {@code Idempotency-Key}, so the service
- * can deduplicate on its side too.
+ * remembered result or a typed {@link IdempotencyException}. {@code POST}, {@code PUT}, {@code
+ * PATCH} and {@code DELETE} carry the call's key as {@code Idempotency-Key}, so the service can
+ * deduplicate on its side too.
  *
  * <pre>{@code
  * WebServiceExecutor payments = WebServiceExecutor.builder()
@@ -39,16 +39,19 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>A non-2xx response, or no response before the deadline, is the action's failure: {@link
  * WebServiceException}. An exchange cut at the action's {@code timeoutMs} has an unknown outcome:
- * {@link IdempotencyTimeoutException}, and the claim stays in progress (SPEC §3).
- * 5xx responses and transport errors are retried within the call (same key) per {@link
- * Builder#retry}; 4xx are not. Thread-safe; views with another tenant or run come from
- * {@link #withTenant} and {@link #withRun}. {@link #close()} frees the native tools (and a store and
- * HTTP client the builder created).
+ * {@link IdempotencyTimeoutException}, and the claim stays in progress (SPEC §3). 5xx responses and
+ * transport errors are retried within the call (same key) per {@link Builder#retry}; 4xx are not.
+ * Thread-safe; views with another tenant or run come from {@link #withTenant} and {@link #withRun}.
+ * {@link #close()} frees the native tools (and a store and HTTP client the builder created).
  */
 public final class WebServiceExecutor implements AutoCloseable {
     /** The header every key-carrying request gets. */
     public static final String IDEMPOTENCY_KEY = HttpExchange.KEY_HEADER;
-    /** How deep an input may nest when its key is not derived from it: what the JSON text reader allows. */
+
+    /**
+     * How deep an input may nest when its key is not derived from it: what the JSON text reader
+     * allows.
+     */
     private static final int MAX_MAP_DEPTH = StreamReadConstraints.defaults().getMaxNestingDepth();
 
     /** How the {@code Idempotency-Key} header holds the key. */
@@ -83,7 +86,10 @@ public final class WebServiceExecutor implements AutoCloseable {
     private final String run;
     private final NativeContext context;
 
-    /** An executor on its own {@link InMemoryIdempotencyStore}, with a default {@link HttpClient}; absolute endpoints only. */
+    /**
+     * An executor on its own {@link InMemoryIdempotencyStore}, with a default {@link HttpClient};
+     * absolute endpoints only.
+     */
     public WebServiceExecutor() {
         this(builder().registry(), null, null);
     }
@@ -110,11 +116,12 @@ public final class WebServiceExecutor implements AutoCloseable {
      * keeps the original's annotations). All or nothing: when one action is refused, none of the
      * call's are registered.
      *
-     * @throws IllegalStateException {@code EXPLICIT} on a role that is not an {@link IdempotencyKeySupplier},
-     *     a parameter whose name is unknown, a closed executor
+     * @throws IllegalStateException {@code EXPLICIT} on a role that is not an {@link
+     *     IdempotencyKeySupplier}, a parameter whose name is unknown, a closed executor
      * @throws IllegalArgumentException a policy the core refuses (TTL or lease ≤ 0, unknown
      *     keyArguments, timeoutMs ≥ lease), an endpoint that is not a URL, a placeholder that names
-     *     no parameter, a PATH parameter without a placeholder, a body on GET/HEAD, a duplicate name
+     *     no parameter, a PATH parameter without a placeholder, a body on GET/HEAD, a duplicate
+     *     name
      */
     public WebServiceExecutor register(Object... roles) {
         Registry r = registry;
@@ -125,12 +132,17 @@ public final class WebServiceExecutor implements AutoCloseable {
             try {
                 for (Object role : roles) {
                     Objects.requireNonNull(role, "role");
-                    for (Method method : Registrar.annotatedMethods(role.getClass(), WebService.class)) {
-                        RegisteredAction action = RegisteredAction.of(role, method, r.baseUri, r.mapper);
+                    for (Method method :
+                            Registrar.annotatedMethods(role.getClass(), WebService.class)) {
+                        RegisteredAction action =
+                                RegisteredAction.of(role, method, r.baseUri, r.mapper);
                         handles.add(action.nativeTool.handle);
-                        if (r.actions.containsKey(action.name) || added.putIfAbsent(action.name, action) != null) {
-                            throw new IllegalArgumentException("two web-service actions are named `" + action.name
-                                    + "`; action names are key scopes and must be unique");
+                        if (r.actions.containsKey(action.name)
+                                || added.putIfAbsent(action.name, action) != null) {
+                            throw new IllegalArgumentException(
+                                    "two web-service actions are named `"
+                                            + action.name
+                                            + "`; action names are key scopes and must be unique");
                         }
                     }
                 }
@@ -144,7 +156,10 @@ public final class WebServiceExecutor implements AutoCloseable {
         return this;
     }
 
-    /** The same actions, store and HTTP settings for another tenant ({@code null}: none; {@code ""} is a tenant). */
+    /**
+     * The same actions, store and HTTP settings for another tenant ({@code null}: none; {@code ""}
+     * is a tenant).
+     */
     public WebServiceExecutor withTenant(String tenant) {
         return new WebServiceExecutor(registry, Registrar.checkText("tenant", tenant), run);
     }
@@ -185,7 +200,10 @@ public final class WebServiceExecutor implements AutoCloseable {
         return invokeForResponse(action, input).value();
     }
 
-    /** {@link #invoke(String, Map)} with the input as JSON text (what a model sends), hashed exactly as given. */
+    /**
+     * {@link #invoke(String, Map)} with the input as JSON text (what a model sends), hashed exactly
+     * as given.
+     */
     public Object invoke(String action, String jsonInput) {
         return invokeForResponse(action, jsonInput).value();
     }
@@ -200,7 +218,9 @@ public final class WebServiceExecutor implements AutoCloseable {
         return as(invoke(action, jsonInput), type);
     }
 
-    /** {@link #invoke(String, Map)}, with whether the answer was replayed, its status and its key. */
+    /**
+     * {@link #invoke(String, Map)}, with whether the answer was replayed, its status and its key.
+     */
     public WebServiceResponse<Object> invokeForResponse(String action, Map<String, Object> input) {
         RegisteredAction a = lookup(action);
         Map<String, Object> in = input == null ? Collections.emptyMap() : input;
@@ -210,29 +230,43 @@ public final class WebServiceExecutor implements AutoCloseable {
         // How deep an input may nest is the core's to say, when it derives the key (before anything
         // is sent); an input whose key is not derived from it nests as deep as JSON text may.
         if (!hashed && JsonWire.depth(in, MAX_MAP_DEPTH) > MAX_MAP_DEPTH) {
-            throw new IllegalArgumentException("the input of `" + a.name + "` is nested deeper than " + MAX_MAP_DEPTH
-                    + " arrays/objects, the most JSON text may (is a map or list inside itself?)");
+            throw new IllegalArgumentException(
+                    "the input of `"
+                            + a.name
+                            + "` is nested deeper than "
+                            + MAX_MAP_DEPTH
+                            + " arrays/objects, the most JSON text may (is a map or list inside itself?)");
         }
         return call(a, JsonWire.tree(in, MAX_MAP_DEPTH), in, hashed ? json : null);
     }
 
-    /** {@link #invoke(String, String)}, with whether the answer was replayed, its status and its key. */
+    /**
+     * {@link #invoke(String, String)}, with whether the answer was replayed, its status and its
+     * key.
+     */
     public WebServiceResponse<Object> invokeForResponse(String action, String jsonInput) {
         RegisteredAction a = lookup(action);
         Objects.requireNonNull(jsonInput, "jsonInput");
         JsonNode tree = JsonWire.read(a.name, jsonInput);
-        Map<String, Object> asMap = a.strategy == KeyStrategy.EXPLICIT && tree.isObject() ? JsonWire.map(tree) : null;
-        return call(a, tree, asMap, a.strategy == KeyStrategy.HASH_INPUT ? JsonInput.ofText(jsonInput) : null);
+        Map<String, Object> asMap =
+                a.strategy == KeyStrategy.EXPLICIT && tree.isObject() ? JsonWire.map(tree) : null;
+        return call(
+                a,
+                tree,
+                asMap,
+                a.strategy == KeyStrategy.HASH_INPUT ? JsonInput.ofText(jsonInput) : null);
     }
 
     /** {@link #invokeForResponse(String, Map)}, the value as {@code type}. */
-    public <T> WebServiceResponse<T> invokeForResponse(String action, Map<String, Object> input, Class<T> type) {
+    public <T> WebServiceResponse<T> invokeForResponse(
+            String action, Map<String, Object> input, Class<T> type) {
         WebServiceResponse<Object> r = invokeForResponse(action, input);
         return r.withValue(as(r.value(), type));
     }
 
     /** {@link #invokeForResponse(String, String)}, the value as {@code type}. */
-    public <T> WebServiceResponse<T> invokeForResponse(String action, String jsonInput, Class<T> type) {
+    public <T> WebServiceResponse<T> invokeForResponse(
+            String action, String jsonInput, Class<T> type) {
         WebServiceResponse<Object> r = invokeForResponse(action, jsonInput);
         return r.withValue(as(r.value(), type));
     }
@@ -242,8 +276,8 @@ public final class WebServiceExecutor implements AutoCloseable {
     }
 
     @SuppressWarnings("unchecked")
-    private WebServiceResponse<Object> call(RegisteredAction a, JsonNode tree, Map<String, Object> asMap,
-            JsonInput hashed) {
+    private WebServiceResponse<Object> call(
+            RegisteredAction a, JsonNode tree, Map<String, Object> asMap, JsonInput hashed) {
         long started = System.nanoTime();
         // The request is built (and the input checked) before anything is claimed.
         RequestTemplate.Request request = a.request(tree);
@@ -256,8 +290,15 @@ public final class WebServiceExecutor implements AutoCloseable {
         Registry r = registry;
         r.registrar.enter();
         try {
-            return (WebServiceResponse<Object>) IdempotentInvoker.invoke(r.registrar.store, a.nativeTool, context, json,
-                    supplied, callContext -> r.http.send(a, request, callContext, started), a.codec);
+            return (WebServiceResponse<Object>)
+                    IdempotentInvoker.invoke(
+                            r.registrar.store,
+                            a.nativeTool,
+                            context,
+                            json,
+                            supplied,
+                            callContext -> r.http.send(a, request, callContext, started),
+                            a.codec);
         } finally {
             r.registrar.exit();
             Reference.reachabilityFence(r);
@@ -284,13 +325,18 @@ public final class WebServiceExecutor implements AutoCloseable {
     private RegisteredAction lookup(String action) {
         RegisteredAction registered = registry.actions.get(action);
         if (registered == null) {
-            throw new IllegalArgumentException("no web-service action named `" + action + "`; the actions are "
-                    + registry.actions.keySet());
+            throw new IllegalArgumentException(
+                    "no web-service action named `"
+                            + action
+                            + "`; the actions are "
+                            + registry.actions.keySet());
         }
         return registered;
     }
 
-    /** Builds a {@link WebServiceExecutor}; {@link #build()} registers and validates every action. */
+    /**
+     * Builds a {@link WebServiceExecutor}; {@link #build()} registers and validates every action.
+     */
     public static final class Builder {
         private final List<Object> roles = new ArrayList<>();
         private final Map<String, List<String>> headers = new LinkedHashMap<>();
@@ -304,8 +350,7 @@ public final class WebServiceExecutor implements AutoCloseable {
         private String run;
         private ObjectMapper mapper;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** Objects whose {@link WebService} methods are registered. */
         public Builder roles(Object... objects) {
@@ -326,16 +371,19 @@ public final class WebServiceExecutor implements AutoCloseable {
         }
 
         /**
-         * The client that sends requests (timeouts per request come from {@link WebService#timeoutMs()});
-         * default {@link HttpClient#newHttpClient()}, owned by the executor. A client given here is
-         * never closed by it.
+         * The client that sends requests (timeouts per request come from {@link
+         * WebService#timeoutMs()}); default {@link HttpClient#newHttpClient()}, owned by the
+         * executor. A client given here is never closed by it.
          */
         public Builder httpClient(HttpClient client) {
             this.client = client;
             return this;
         }
 
-        /** What relative endpoints ({@code /v1/charges}) are resolved against: {@code https://api.example.com}. */
+        /**
+         * What relative endpoints ({@code /v1/charges}) are resolved against: {@code
+         * https://api.example.com}.
+         */
         public Builder baseUri(String baseUri) {
             this.baseUri = baseUri;
             return this;
@@ -354,10 +402,12 @@ public final class WebServiceExecutor implements AutoCloseable {
             Objects.requireNonNull(name, "name");
             Objects.requireNonNull(value, "value");
             if (name.equalsIgnoreCase(IDEMPOTENCY_KEY)) {
-                throw new IllegalArgumentException("Idempotency-Key is set by the executor from each call's key;"
-                        + " it cannot be a default header");
+                throw new IllegalArgumentException(
+                        "Idempotency-Key is set by the executor from each call's key;"
+                                + " it cannot be a default header");
             }
-            // HttpRequest refuses restricted or malformed headers (Host, Content-Length, ...): refuse them now.
+            // HttpRequest refuses restricted or malformed headers (Host, Content-Length, ...):
+            // refuse them now.
             HttpRequest.newBuilder().header(name, value);
             headers.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
             return this;
@@ -366,24 +416,29 @@ public final class WebServiceExecutor implements AutoCloseable {
         /**
          * Retries a 5xx response or a transport error within one logical call, under the same key:
          * at most {@code maxAttempts} requests, pausing {@code backoff}, then twice as long each
-         * time (at most 30 s), never past the call's deadline. 4xx responses are never retried,
-         * nor is a {@code POST}/{@code PATCH} that carries no key ({@code NONE}). Default: 1 (no
+         * time (at most 30 s), never past the call's deadline. 4xx responses are never retried, nor
+         * is a {@code POST}/{@code PATCH} that carries no key ({@code NONE}). Default: 1 (no
          * retries).
          */
         public Builder retry(int maxAttempts, Duration backoff) {
             if (maxAttempts < 1) {
-                throw new IllegalArgumentException("retry maxAttempts must be >= 1; it was " + maxAttempts
-                        + " (1 = no retries)");
+                throw new IllegalArgumentException(
+                        "retry maxAttempts must be >= 1; it was "
+                                + maxAttempts
+                                + " (1 = no retries)");
             }
             if (backoff == null || backoff.isNegative()) {
-                throw new IllegalArgumentException("retry backoff must be zero or positive; it was " + backoff);
+                throw new IllegalArgumentException(
+                        "retry backoff must be zero or positive; it was " + backoff);
             }
             this.maxAttempts = maxAttempts;
             this.backoffMs = backoff.toMillis();
             return this;
         }
 
-        /** How the {@code Idempotency-Key} header holds the key; default {@link KeyHeaderForm#BARE}. */
+        /**
+         * How the {@code Idempotency-Key} header holds the key; default {@link KeyHeaderForm#BARE}.
+         */
         public Builder keyHeaderForm(KeyHeaderForm form) {
             this.keyHeaderForm = Objects.requireNonNull(form, "form");
             return this;
@@ -414,24 +469,38 @@ public final class WebServiceExecutor implements AutoCloseable {
                 try {
                     parsed = new URI(baseUri);
                 } catch (java.net.URISyntaxException e) {
-                    throw new IllegalArgumentException("baseUri `" + baseUri + "` is not a URI: " + e.getMessage(), e);
+                    throw new IllegalArgumentException(
+                            "baseUri `" + baseUri + "` is not a URI: " + e.getMessage(), e);
                 }
-                if (!parsed.isAbsolute() || parsed.getHost() == null || parsed.getRawQuery() != null) {
-                    throw new IllegalArgumentException("baseUri `" + baseUri + "` must be an absolute http(s) URL"
-                            + " without a query, like https://api.example.com/v1");
+                if (!parsed.isAbsolute()
+                        || parsed.getHost() == null
+                        || parsed.getRawQuery() != null) {
+                    throw new IllegalArgumentException(
+                            "baseUri `"
+                                    + baseUri
+                                    + "` must be an absolute http(s) URL"
+                                    + " without a query, like https://api.example.com/v1");
                 }
             }
             ObjectMapper m = mapper != null ? mapper : ResultTypes.defaultMapper();
             Map<String, List<String>> fixed = new LinkedHashMap<>();
             headers.forEach((name, values) -> fixed.put(name, List.copyOf(values)));
-            HttpExchange http = new HttpExchange(client != null ? client : HttpClient.newHttpClient(), client == null,
-                    Collections.unmodifiableMap(fixed), maxAttempts, backoffMs,
-                    keyHeaderForm == KeyHeaderForm.STRUCTURED_STRING);
+            HttpExchange http =
+                    new HttpExchange(
+                            client != null ? client : HttpClient.newHttpClient(),
+                            client == null,
+                            Collections.unmodifiableMap(fixed),
+                            maxAttempts,
+                            backoffMs,
+                            keyHeaderForm == KeyHeaderForm.STRUCTURED_STRING);
             Registrar registrar = new Registrar(store, "the web-service executor", http::close);
             return new Registry(registrar, http, baseUri, m);
         }
 
-        /** Builds the executor and registers every role's actions (refusals as for {@link WebServiceExecutor#register}). */
+        /**
+         * Builds the executor and registers every role's actions (refusals as for {@link
+         * WebServiceExecutor#register}).
+         */
         public WebServiceExecutor build() {
             WebServiceExecutor executor = new WebServiceExecutor(registry(), tenant, run);
             if (!roles.isEmpty()) {

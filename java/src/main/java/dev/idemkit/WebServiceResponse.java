@@ -9,8 +9,8 @@ import java.util.OptionalInt;
  * The answer of a {@link WebService} action: the value read from the response body, and whether it
  * came from a request or was replayed from the store. Immutable and thread-safe.
  *
- * <p>A replayed answer has no status or headers: a record keeps the result (the same value a
- * tool of the same name would record, so tools and actions share records), not the response.
+ * <p>A replayed answer has no status or headers: a record keeps the result (the same value a tool
+ * of the same name would record, so tools and actions share records), not the response.
  */
 public final class WebServiceResponse<T> {
     private static final HttpHeaders NO_HEADERS = HttpHeaders.of(Map.of(), (name, value) -> true);
@@ -23,7 +23,13 @@ public final class WebServiceResponse<T> {
     private final int attempts;
     private final IdempotencyContext context;
 
-    private WebServiceResponse(T value, int status, HttpHeaders headers, boolean replayed, String key, int attempts,
+    private WebServiceResponse(
+            T value,
+            int status,
+            HttpHeaders headers,
+            boolean replayed,
+            String key,
+            int attempts,
             IdempotencyContext context) {
         this.value = value;
         this.status = status;
@@ -34,18 +40,22 @@ public final class WebServiceResponse<T> {
         this.context = context;
     }
 
-    static <T> WebServiceResponse<T> fresh(T value, int status, HttpHeaders headers, int attempts,
-            IdempotencyContext context) {
-        return new WebServiceResponse<>(value, status, headers, false, context.key(), attempts, context);
+    static <T> WebServiceResponse<T> fresh(
+            T value, int status, HttpHeaders headers, int attempts, IdempotencyContext context) {
+        return new WebServiceResponse<>(
+                value, status, headers, false, context.key(), attempts, context);
     }
 
     static <T> WebServiceResponse<T> replayed(T value, String key) {
         return new WebServiceResponse<>(value, 0, NO_HEADERS, true, key, 0, null);
     }
 
-    /** The same answer with its value converted (the value object is shared when it already fits). */
+    /**
+     * The same answer with its value converted (the value object is shared when it already fits).
+     */
     <U> WebServiceResponse<U> withValue(U converted) {
-        return new WebServiceResponse<>(converted, status, headers, replayed, key, attempts, context);
+        return new WebServiceResponse<>(
+                converted, status, headers, replayed, key, attempts, context);
     }
 
     /** The body read as the action's declared return type (null for {@code void}). */
@@ -91,7 +101,12 @@ public final class WebServiceResponse<T> {
 
     @Override
     public String toString() {
-        return "WebServiceResponse[" + (replayed ? "replayed" : "status=" + status + ", attempts=" + attempts)
-                + ", key=" + key + ", value=" + value + "]";
+        return "WebServiceResponse["
+                + (replayed ? "replayed" : "status=" + status + ", attempts=" + attempts)
+                + ", key="
+                + key
+                + ", value="
+                + value
+                + "]";
     }
 }

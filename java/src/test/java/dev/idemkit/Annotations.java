@@ -4,8 +4,7 @@ import java.lang.annotation.Annotation;
 
 /** Annotation instances built in code, so tests can register tools under any name and policy. */
 final class Annotations {
-    private Annotations() {
-    }
+    private Annotations() {}
 
     static Tool tool(String name) {
         return tool(name, IdempotencyHint.DEFAULT, 0);
@@ -44,8 +43,13 @@ final class Annotations {
         return idempotent(strategy, 3600, RetryBehavior.RETURN_CACHED, false, 300, keyArguments);
     }
 
-    static Idempotent idempotent(KeyStrategy strategy, long ttl, RetryBehavior onCacheHit, boolean cacheFailures,
-            long lease, String... keyArguments) {
+    static Idempotent idempotent(
+            KeyStrategy strategy,
+            long ttl,
+            RetryBehavior onCacheHit,
+            boolean cacheFailures,
+            long lease,
+            String... keyArguments) {
         return new Idempotent() {
             @Override
             public Class<? extends Annotation> annotationType() {

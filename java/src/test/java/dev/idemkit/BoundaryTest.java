@@ -30,19 +30,40 @@ class BoundaryTest {
     @ParameterizedTest
     @EnumSource(ErrorKind.class)
     void each_error_kind_maps_to_its_exception_class(ErrorKind kind) {
-        RuntimeException e = assertThrows(RuntimeException.class, () -> NativeTestSupport.throwKind(kind.code()));
+        RuntimeException e =
+                assertThrows(
+                        RuntimeException.class, () -> NativeTestSupport.throwKind(kind.code()));
         Class<? extends RuntimeException> expected;
         switch (kind) {
-            case INVALID_KEY: expected = InvalidKeyException.class; break;
-            case CONFIGURATION: expected = IllegalArgumentException.class; break;
-            case CACHED_FAILURE: expected = CachedFailureException.class; break;
-            case FAIL_FAST: expected = FailFastException.class; break;
-            case IN_PROGRESS: expected = InProgressException.class; break;
-            case INDETERMINATE: expected = IndeterminateOutcomeException.class; break;
-            case STORE_UNAVAILABLE: expected = StoreUnavailableException.class; break;
-            case OUTCOME_TOO_LARGE: expected = OutcomeTooLargeException.class; break;
-            case TIMEOUT: expected = IdempotencyTimeoutException.class; break;
-            default: expected = IdempotencyException.class;
+            case INVALID_KEY:
+                expected = InvalidKeyException.class;
+                break;
+            case CONFIGURATION:
+                expected = IllegalArgumentException.class;
+                break;
+            case CACHED_FAILURE:
+                expected = CachedFailureException.class;
+                break;
+            case FAIL_FAST:
+                expected = FailFastException.class;
+                break;
+            case IN_PROGRESS:
+                expected = InProgressException.class;
+                break;
+            case INDETERMINATE:
+                expected = IndeterminateOutcomeException.class;
+                break;
+            case STORE_UNAVAILABLE:
+                expected = StoreUnavailableException.class;
+                break;
+            case OUTCOME_TOO_LARGE:
+                expected = OutcomeTooLargeException.class;
+                break;
+            case TIMEOUT:
+                expected = IdempotencyTimeoutException.class;
+                break;
+            default:
+                expected = IdempotencyException.class;
         }
         assertEquals(expected, e.getClass());
         if (e instanceof IdempotencyException) {
@@ -82,7 +103,8 @@ class BoundaryTest {
         store.close();
         assertTrue(store.isClosed());
         assertThrows(IllegalStateException.class, () -> store.forget(null));
-        assertThrows(IllegalStateException.class, () -> ToolDispatcher.builder().store(store).build());
+        assertThrows(
+                IllegalStateException.class, () -> ToolDispatcher.builder().store(store).build());
     }
 
     static class Slow {
@@ -101,7 +123,8 @@ class BoundaryTest {
     void closing_the_store_while_calls_are_in_flight_frees_nothing_under_them() throws Exception {
         for (int round = 0; round < 5; round++) {
             InMemoryIdempotencyStore store = new InMemoryIdempotencyStore();
-            ToolDispatcher dispatcher = ToolDispatcher.builder().tools(new Slow()).store(store).build();
+            ToolDispatcher dispatcher =
+                    ToolDispatcher.builder().tools(new Slow()).store(store).build();
             ExecutorService pool = Executors.newFixedThreadPool(8);
             Future<?>[] futures = new Future<?>[64];
             for (int i = 0; i < futures.length; i++) {

@@ -42,23 +42,42 @@ class CrossLanguageTest {
             binary = Path.of(given);
             return;
         }
-        if (System.getenv("IDEMKIT_REDIS_URL") == null && System.getenv("IDEMKIT_POSTGRES_URL") == null) {
+        if (System.getenv("IDEMKIT_REDIS_URL") == null
+                && System.getenv("IDEMKIT_POSTGRES_URL") == null) {
             return; // every test here skips; don't build
         }
         // examples/cross_call.rs, built as a binary of java/native so it reuses the compiled core.
-        Path nativeDir = Path.of(System.getProperty("idemkit.repo.root", "..")).toAbsolutePath().normalize()
-                .resolve("java/native");
-        Process build = new ProcessBuilder("cargo", "build", "--quiet", "--release", "--bin", "cross_call",
-                "--features", "redis,postgres,cross-call").directory(nativeDir.toFile()).inheritIO().start();
-        assertTrue(build.waitFor(20, TimeUnit.MINUTES), "cargo build of examples/cross_call timed out");
+        Path nativeDir =
+                Path.of(System.getProperty("idemkit.repo.root", ".."))
+                        .toAbsolutePath()
+                        .normalize()
+                        .resolve("java/native");
+        Process build =
+                new ProcessBuilder(
+                                "cargo",
+                                "build",
+                                "--quiet",
+                                "--release",
+                                "--bin",
+                                "cross_call",
+                                "--features",
+                                "redis,postgres,cross-call")
+                        .directory(nativeDir.toFile())
+                        .inheritIO()
+                        .start();
+        assertTrue(
+                build.waitFor(20, TimeUnit.MINUTES),
+                "cargo build of examples/cross_call timed out");
         assertEquals(0, build.exitValue(), "cargo build of examples/cross_call failed");
         binary = nativeDir.resolve("target/release/cross_call");
     }
 
     /** Runs the Rust side once; answers {"ran":0|1,"result":...}. */
     static JsonNode rust(String url, String tenant, String inputJson) throws Exception {
-        Process p = new ProcessBuilder(List.of(binary.toString(), url, "cross_book", tenant, inputJson))
-                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        Process p =
+                new ProcessBuilder(List.of(binary.toString(), url, "cross_book", tenant, inputJson))
+                        .redirectError(ProcessBuilder.Redirect.INHERIT)
+                        .start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
         assertTrue(p.waitFor(60, TimeUnit.SECONDS));
         assertEquals(0, p.exitValue(), "cross_call failed: " + out);
@@ -69,19 +88,22 @@ class CrossLanguageTest {
         try (store) {
             CrossTools tools = new CrossTools();
             String tenant = "cross-" + UUID.randomUUID();
-            ToolDispatcher java = ToolDispatcher.builder().tools(tools).store(store).tenant(tenant).build();
+            ToolDispatcher java =
+                    ToolDispatcher.builder().tools(tools).store(store).tenant(tenant).build();
 
             // Rust first: Java gets Rust's result without running.
             String rustFlight = "R-" + UUID.randomUUID();
             String rustInput = "{\"flight\":\"" + rustFlight + "\"}";
             JsonNode first = rust(url, tenant, rustInput);
             assertEquals(1, first.get("ran").asInt());
-            assertEquals("rust:" + rustInput, java.call("cross_book", Map.of("flight", rustFlight)));
+            assertEquals(
+                    "rust:" + rustInput, java.call("cross_book", Map.of("flight", rustFlight)));
             assertEquals(0, tools.runs.get());
 
             // Java first: Rust gets Java's result without running.
             String javaFlight = "J-" + UUID.randomUUID();
-            assertEquals("java:" + javaFlight, java.call("cross_book", Map.of("flight", javaFlight)));
+            assertEquals(
+                    "java:" + javaFlight, java.call("cross_book", Map.of("flight", javaFlight)));
             JsonNode second = rust(url, tenant, "{\"flight\":\"" + javaFlight + "\"}");
             assertEquals(0, second.get("ran").asInt());
             assertEquals("java:" + javaFlight, second.get("result").asText());

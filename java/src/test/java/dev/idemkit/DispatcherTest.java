@@ -50,8 +50,7 @@ class DispatcherTest {
         public String flight;
         public String seat;
 
-        public Booking() {
-        }
+        public Booking() {}
 
         Booking(String flight, String seat) {
             this.flight = flight;
@@ -167,7 +166,8 @@ class DispatcherTest {
 
         @Tool(name = "short_lease")
         @Idempotent(leaseSeconds = 1)
-        public String shortLease(long sleepMs, IdempotencyContext context) throws InterruptedException {
+        public String shortLease(long sleepMs, IdempotencyContext context)
+                throws InterruptedException {
             ran("short_lease", context);
             Thread.sleep(sleepMs);
             return "done";
@@ -175,7 +175,8 @@ class DispatcherTest {
 
         @Tool(name = "deadline", timeoutMs = 300)
         @Idempotent(leaseSeconds = 10)
-        public String deadline(long sleepMs, IdempotencyContext context) throws InterruptedException {
+        public String deadline(long sleepMs, IdempotencyContext context)
+                throws InterruptedException {
             ran("deadline", context);
             Thread.sleep(sleepMs);
             return "slept " + sleepMs;
@@ -183,7 +184,8 @@ class DispatcherTest {
 
         @Tool(name = "late_failure", timeoutMs = 200)
         @Idempotent(leaseSeconds = 10)
-        public String lateFailure(long sleepMs, IdempotencyContext context) throws InterruptedException {
+        public String lateFailure(long sleepMs, IdempotencyContext context)
+                throws InterruptedException {
             ran("late_failure", context);
             Thread.sleep(sleepMs);
             throw new IllegalStateException("failed after " + sleepMs + " ms");
@@ -238,7 +240,8 @@ class DispatcherTest {
         for (int size : new int[] {1, 490, 511, 512, 513, 4_000}) {
             String flight = "F".repeat(size);
             Booking first = (Booking) d.call("book", Map.of("flight", flight, "seat", "1A"));
-            Booking again = (Booking) d.call("book", "{\"seat\":\"1A\",\"flight\":\"" + flight + "\"}");
+            Booking again =
+                    (Booking) d.call("book", "{\"seat\":\"1A\",\"flight\":\"" + flight + "\"}");
             assertEquals(flight, first.flight);
             assertEquals(flight, again.flight);
         }
@@ -252,10 +255,15 @@ class DispatcherTest {
         ToolDispatcher d = dispatcher(t);
         d.call("book_many", Map.of("flights", List.of("A1", "B2")));
         @SuppressWarnings("unchecked")
-        List<Booking> replayed = (List<Booking>) d.call("book_many", Map.of("flights", List.of("A1", "B2")));
+        List<Booking> replayed =
+                (List<Booking>) d.call("book_many", Map.of("flights", List.of("A1", "B2")));
         assertEquals(1, t.runs("book_many"));
         assertEquals("B2", replayed.get(1).flight);
-        List<Booking> typed = d.call("book_many", Map.of("flights", List.of("A1", "B2")), new TypeReference<List<Booking>>() { });
+        List<Booking> typed =
+                d.call(
+                        "book_many",
+                        Map.of("flights", List.of("A1", "B2")),
+                        new TypeReference<List<Booking>>() {});
         assertEquals("A1", typed.get(0).flight);
         Booking one = d.call("book", Map.of("flight", "X", "seat", "1"), Booking.class);
         assertEquals("X", one.flight);
@@ -286,8 +294,10 @@ class DispatcherTest {
         assertEquals("BA117/a", d.call("by_flight", Map.of("flight", "BA117", "requestId", "a")));
         assertEquals("BA117/a", d.call("by_flight", Map.of("flight", "BA117", "requestId", "b")));
         assertEquals(1, t.runs("by_flight"));
-        InvalidKeyException missing = assertThrows(InvalidKeyException.class,
-                () -> d.call("by_flight", Map.of("requestId", "c")));
+        InvalidKeyException missing =
+                assertThrows(
+                        InvalidKeyException.class,
+                        () -> d.call("by_flight", Map.of("requestId", "c")));
         assertTrue(missing.getMessage().contains("flight"), missing.getMessage());
         assertEquals(1, t.runs("by_flight"));
     }
@@ -296,13 +306,17 @@ class DispatcherTest {
     void explicit_keys_come_from_the_supplier_once_per_call() {
         Issues issues = new Issues();
         ToolDispatcher d = dispatcher(issues);
-        String first = (String) d.call("create_issue", Map.of("title", "fix login bug", "body", "a"));
-        String again = (String) d.call("create_issue", "{\"title\":\"fix login bug\",\"body\":\"other\"}");
+        String first =
+                (String) d.call("create_issue", Map.of("title", "fix login bug", "body", "a"));
+        String again =
+                (String) d.call("create_issue", "{\"title\":\"fix login bug\",\"body\":\"other\"}");
         assertEquals(first, again);
         assertEquals(1, issues.created.get());
         assertEquals(2, issues.supplied.get());
         // The context's key is the 64-hex key; suppliedKey() the raw one (SPEC §5).
-        assertEquals("eb4ab0e2414b12f09f35bf927fef015f5086d52f00f3988bcb2e3d2861571855|fix login bug", first);
+        assertEquals(
+                "eb4ab0e2414b12f09f35bf927fef015f5086d52f00f3988bcb2e3d2861571855|fix login bug",
+                first);
     }
 
     @Test
@@ -312,10 +326,16 @@ class DispatcherTest {
         Map<String, Object> noTitle = new HashMap<>();
         noTitle.put("body", "x");
         assertThrows(InvalidKeyException.class, () -> d.call("create_issue", noTitle));
-        assertThrows(InvalidKeyException.class, () -> d.call("create_issue", Map.of("title", " \u3000\t", "body", "x")));
-        assertThrows(InvalidKeyException.class, () -> d.call("create_issue", Map.of("title", "", "body", "x")));
-        InvalidKeyException lone = assertThrows(InvalidKeyException.class,
-                () -> d.call("create_issue", Map.of("title", "a\uDC00", "body", "x")));
+        assertThrows(
+                InvalidKeyException.class,
+                () -> d.call("create_issue", Map.of("title", " \u3000\t", "body", "x")));
+        assertThrows(
+                InvalidKeyException.class,
+                () -> d.call("create_issue", Map.of("title", "", "body", "x")));
+        InvalidKeyException lone =
+                assertThrows(
+                        InvalidKeyException.class,
+                        () -> d.call("create_issue", Map.of("title", "a\uDC00", "body", "x")));
         assertTrue(lone.getMessage().contains("explicit key: lone surrogate"), lone.getMessage());
         assertEquals(0, issues.created.get());
         // U+001C is not White_Space: a key.
@@ -344,12 +364,16 @@ class DispatcherTest {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
         t.failNext = true;
-        UndeclaredThrowableException first = assertThrows(UndeclaredThrowableException.class,
-                () -> d.call("send_email", Map.of("to", "ana@example.com")));
+        UndeclaredThrowableException first =
+                assertThrows(
+                        UndeclaredThrowableException.class,
+                        () -> d.call("send_email", Map.of("to", "ana@example.com")));
         assertTrue(first.getCause() instanceof IOException);
         t.failNext = false;
-        CachedFailureException cached = assertThrows(CachedFailureException.class,
-                () -> d.call("send_email", Map.of("to", "ana@example.com")));
+        CachedFailureException cached =
+                assertThrows(
+                        CachedFailureException.class,
+                        () -> d.call("send_email", Map.of("to", "ana@example.com")));
         assertEquals("java.io.IOException", cached.originalType());
         assertEquals("smtp down for ana@example.com", cached.originalMessage());
         assertEquals("send_email", cached.tool());
@@ -362,14 +386,21 @@ class DispatcherTest {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
         t.failNext = true;
-        assertThrows(UndeclaredThrowableException.class, () -> d.call("send_email", Map.of("to", "bo@example.com")));
+        assertThrows(
+                UndeclaredThrowableException.class,
+                () -> d.call("send_email", Map.of("to", "bo@example.com")));
         String ranUnder = t.keys.get(0);
         assertTrue(ranUnder.matches("[0-9a-f]{64}"), ranUnder);
-        assertEquals(ranUnder, assertThrows(CachedFailureException.class,
-                () -> d.call("send_email", "{\"to\":\"bo@example.com\"}")).key());
+        assertEquals(
+                ranUnder,
+                assertThrows(
+                                CachedFailureException.class,
+                                () -> d.call("send_email", "{\"to\":\"bo@example.com\"}"))
+                        .key());
         assertEquals("ordered:pen", d.call("order", Map.of("item", "pen")));
         String orderKey = t.keys.get(1);
-        FailFastException repeat = assertThrows(FailFastException.class, () -> d.call("order", Map.of("item", "pen")));
+        FailFastException repeat =
+                assertThrows(FailFastException.class, () -> d.call("order", Map.of("item", "pen")));
         assertEquals(orderKey, repeat.key());
         assertTrue(repeat.getMessage().contains(orderKey), repeat.getMessage());
     }
@@ -379,7 +410,8 @@ class DispatcherTest {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
         t.failNext = true;
-        IllegalStateException first = assertThrows(IllegalStateException.class, () -> d.call("flaky", Map.of("id", "1")));
+        IllegalStateException first =
+                assertThrows(IllegalStateException.class, () -> d.call("flaky", Map.of("id", "1")));
         assertEquals("flaky 1", first.getMessage());
         t.failNext = false;
         assertEquals("ok:1", d.call("flaky", Map.of("id", "1")));
@@ -392,7 +424,8 @@ class DispatcherTest {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
         t.failNext = true;
-        assertThrows(IllegalStateException.class, () -> d.call("retry_failures", Map.of("id", "1")));
+        assertThrows(
+                IllegalStateException.class, () -> d.call("retry_failures", Map.of("id", "1")));
         t.failNext = false;
         assertEquals("ok:1", d.call("retry_failures", Map.of("id", "1")));
         assertEquals("ok:1", d.call("retry_failures", Map.of("id", "1")));
@@ -404,14 +437,17 @@ class DispatcherTest {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
         assertEquals("ordered:pen", d.call("order", Map.of("item", "pen")));
-        FailFastException repeat = assertThrows(FailFastException.class, () -> d.call("order", Map.of("item", "pen")));
+        FailFastException repeat =
+                assertThrows(FailFastException.class, () -> d.call("order", Map.of("item", "pen")));
         assertEquals(ErrorKind.FAIL_FAST, repeat.kind());
         ExecutorService pool = Executors.newSingleThreadExecutor();
         Future<Object> slow = pool.submit(() -> d.call("order", Map.of("item", "slow")));
         Thread.sleep(150);
         long start = System.nanoTime();
         assertThrows(FailFastException.class, () -> d.call("order", Map.of("item", "slow")));
-        assertTrue(System.nanoTime() - start < TimeUnit.MILLISECONDS.toNanos(100), "fail-fast did not wait");
+        assertTrue(
+                System.nanoTime() - start < TimeUnit.MILLISECONDS.toNanos(100),
+                "fail-fast did not wait");
         assertEquals("ordered:slow", slow.get());
         assertEquals(2, t.runs("order"));
         pool.shutdown();
@@ -437,8 +473,10 @@ class DispatcherTest {
         Future<Object> owner = pool.submit(() -> d.call("short_lease", Map.of("sleepMs", 1600)));
         Thread.sleep(200);
         // Waits for the holder until its lease ends, then finds it abandoned.
-        IndeterminateOutcomeException e = assertThrows(IndeterminateOutcomeException.class,
-                () -> d.call("short_lease", Map.of("sleepMs", 1600)));
+        IndeterminateOutcomeException e =
+                assertThrows(
+                        IndeterminateOutcomeException.class,
+                        () -> d.call("short_lease", Map.of("sleepMs", 1600)));
         assertEquals("short_lease", e.tool());
         assertTrue(e.getMessage().contains(e.key()), e.getMessage());
         // The owner's late outcome is still recorded: the next caller gets it.
@@ -473,40 +511,58 @@ class DispatcherTest {
         Future<Object> owner = pool.submit(() -> d.call("deadline", Map.of("sleepMs", 1000)));
         Thread.sleep(100);
         long start = System.nanoTime();
-        InProgressException e = assertThrows(InProgressException.class, () -> d.call("deadline", Map.of("sleepMs", 1000)));
+        InProgressException e =
+                assertThrows(
+                        InProgressException.class,
+                        () -> d.call("deadline", Map.of("sleepMs", 1000)));
         long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
         assertTrue(waitedMs >= 200 && waitedMs < 900, "waited " + waitedMs + " ms");
         assertEquals(ErrorKind.IN_PROGRESS, e.kind());
         // The owner overran its own deadline: it gets the timeout, and its outcome is recorded.
-        java.util.concurrent.ExecutionException late = assertThrows(java.util.concurrent.ExecutionException.class, owner::get);
-        assertTrue(late.getCause() instanceof IdempotencyTimeoutException, String.valueOf(late.getCause()));
+        java.util.concurrent.ExecutionException late =
+                assertThrows(java.util.concurrent.ExecutionException.class, owner::get);
+        assertTrue(
+                late.getCause() instanceof IdempotencyTimeoutException,
+                String.valueOf(late.getCause()));
         assertEquals("slept 1000", d.call("deadline", Map.of("sleepMs", 1000)));
         assertEquals(1, t.runs("deadline"));
         pool.shutdown();
     }
 
-    /** SPEC v1.1 rule 3, as for every face: a body past its deadline gets the timeout; its late outcome settles as usual. */
+    /**
+     * SPEC v1.1 rule 3, as for every face: a body past its deadline gets the timeout; its late
+     * outcome settles as usual.
+     */
     @Test
     void a_tool_body_overrunning_its_deadline_gets_the_timeout_and_its_late_outcome_settles() {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
         // Finished late: recorded, and a repeat replays it without running.
-        IdempotencyTimeoutException late = assertThrows(IdempotencyTimeoutException.class,
-                () -> d.call("deadline", Map.of("sleepMs", 400)));
+        IdempotencyTimeoutException late =
+                assertThrows(
+                        IdempotencyTimeoutException.class,
+                        () -> d.call("deadline", Map.of("sleepMs", 400)));
         assertEquals(ErrorKind.TIMEOUT, late.kind());
         assertTrue(late.getMessage().contains("outcome was recorded"), late.getMessage());
         assertEquals("slept 400", d.call("deadline", Map.of("sleepMs", 400)));
         assertEquals(1, t.runs("deadline"));
         // Failed late: the caller gets the timeout with the body's error as its cause, the claim is
         // released, and a repeat runs again.
-        IdempotencyTimeoutException failed = assertThrows(IdempotencyTimeoutException.class,
-                () -> d.call("late_failure", Map.of("sleepMs", 300)));
-        assertTrue(failed.getCause() instanceof IllegalStateException, String.valueOf(failed.getCause()));
+        IdempotencyTimeoutException failed =
+                assertThrows(
+                        IdempotencyTimeoutException.class,
+                        () -> d.call("late_failure", Map.of("sleepMs", 300)));
+        assertTrue(
+                failed.getCause() instanceof IllegalStateException,
+                String.valueOf(failed.getCause()));
         assertTrue(failed.getMessage().contains("released"), failed.getMessage());
-        assertThrows(IdempotencyTimeoutException.class, () -> d.call("late_failure", Map.of("sleepMs", 300)));
+        assertThrows(
+                IdempotencyTimeoutException.class,
+                () -> d.call("late_failure", Map.of("sleepMs", 300)));
         assertEquals(2, t.runs("late_failure"));
         // In time, the body's own error.
-        assertThrows(IllegalStateException.class, () -> d.call("late_failure", Map.of("sleepMs", 0)));
+        assertThrows(
+                IllegalStateException.class, () -> d.call("late_failure", Map.of("sleepMs", 0)));
         assertEquals(3, t.runs("late_failure"));
     }
 
@@ -518,21 +574,27 @@ class DispatcherTest {
         Future<Object> owner = pool.submit(() -> d.call("short_lease", Map.of("sleepMs", 700)));
         Thread.sleep(100);
         AtomicInteger outcome = new AtomicInteger();
-        java.util.concurrent.atomic.AtomicReference<String> waitedFor = new java.util.concurrent.atomic.AtomicReference<>();
-        Thread waiter = new Thread(() -> {
-            try {
-                d.call("short_lease", Map.of("sleepMs", 700));
-                outcome.set(1);
-            } catch (InProgressException e) {
-                waitedFor.set(e.key());
-                outcome.set(Thread.currentThread().isInterrupted() ? 2 : 3);
-            }
-        });
+        java.util.concurrent.atomic.AtomicReference<String> waitedFor =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        Thread waiter =
+                new Thread(
+                        () -> {
+                            try {
+                                d.call("short_lease", Map.of("sleepMs", 700));
+                                outcome.set(1);
+                            } catch (InProgressException e) {
+                                waitedFor.set(e.key());
+                                outcome.set(Thread.currentThread().isInterrupted() ? 2 : 3);
+                            }
+                        });
         waiter.start();
         Thread.sleep(150);
         waiter.interrupt();
         waiter.join(2000);
-        assertEquals(2, outcome.get(), "interrupted waiter throws InProgressException and keeps its interrupt flag");
+        assertEquals(
+                2,
+                outcome.get(),
+                "interrupted waiter throws InProgressException and keeps its interrupt flag");
         owner.get();
         assertEquals(t.keys.get(0), waitedFor.get(), "the waiter names the key it waited for");
         pool.shutdown();
@@ -547,10 +609,12 @@ class DispatcherTest {
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         List<Future<Object>> results = new ArrayList<>();
         for (int i = 0; i < threads; i++) {
-            results.add(pool.submit(() -> {
-                start.await();
-                return d.call("book", Map.of("flight", "BA117", "seat", "32C"));
-            }));
+            results.add(
+                    pool.submit(
+                            () -> {
+                                start.await();
+                                return d.call("book", Map.of("flight", "BA117", "seat", "32C"));
+                            }));
         }
         for (Future<Object> f : results) {
             assertEquals("32C", ((Booking) f.get(20, TimeUnit.SECONDS)).seat);
@@ -588,18 +652,25 @@ class DispatcherTest {
         assertEquals(big, d.call("charge", "{\"amount\":9007199254740993}"));
         assertEquals(3, t.runs("charge"));
         // 0.1f stands for 0.1, the same as the double 0.1.
-        assertEquals(d.call("charge", Map.of("amount", 0.1d)), d.call("charge", Map.of("amount", 0.1f)));
+        assertEquals(
+                d.call("charge", Map.of("amount", 0.1d)), d.call("charge", Map.of("amount", 0.1f)));
     }
 
     @Test
     void lone_surrogates_are_refused_with_a_clear_error() {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
-        InvalidKeyException inMap = assertThrows(InvalidKeyException.class,
-                () -> d.call("book", Map.of("flight", "BA\uD800", "seat", "1")));
-        assertTrue(inMap.getMessage().contains("input.flight: lone surrogate \\ud800"), inMap.getMessage());
-        InvalidKeyException inText = assertThrows(InvalidKeyException.class,
-                () -> d.call("book", "{\"flight\":\"\uDFFF\",\"seat\":\"1\"}"));
+        InvalidKeyException inMap =
+                assertThrows(
+                        InvalidKeyException.class,
+                        () -> d.call("book", Map.of("flight", "BA\uD800", "seat", "1")));
+        assertTrue(
+                inMap.getMessage().contains("input.flight: lone surrogate \\ud800"),
+                inMap.getMessage());
+        InvalidKeyException inText =
+                assertThrows(
+                        InvalidKeyException.class,
+                        () -> d.call("book", "{\"flight\":\"\uDFFF\",\"seat\":\"1\"}"));
         assertTrue(inText.getMessage().contains("lone surrogate \\udfff"), inText.getMessage());
         assertThrows(IllegalArgumentException.class, () -> d.withTenant("acme\uD800"));
         assertEquals(0, t.runs("book"));
@@ -608,28 +679,50 @@ class DispatcherTest {
         assertEquals(1, t.runs("book"));
     }
 
-    enum Color { RED }
+    enum Color {
+        RED
+    }
 
     @Test
     void non_json_values_in_a_map_are_refused_naming_the_member() {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
-        Object[] refused = {Color.RED, Instant.EPOCH, UUID.randomUUID(), new byte[] {1}, 'c', Optional.empty(),
-            new Booking("a", "b"), new java.util.concurrent.atomic.AtomicLong(1)};
+        Object[] refused = {
+            Color.RED,
+            Instant.EPOCH,
+            UUID.randomUUID(),
+            new byte[] {1},
+            'c',
+            Optional.empty(),
+            new Booking("a", "b"),
+            new java.util.concurrent.atomic.AtomicLong(1)
+        };
         for (Object value : refused) {
             Map<String, Object> nested = new LinkedHashMap<>();
             nested.put("ok", 1);
             nested.put("bad", List.of(1, value));
-            InvalidKeyException e = assertThrows(InvalidKeyException.class,
-                    () -> d.call("charge", Map.of("amount", nested)));
-            assertTrue(e.getMessage().contains("input.amount.bad[1]: " + value.getClass().getName()), e.getMessage());
+            InvalidKeyException e =
+                    assertThrows(
+                            InvalidKeyException.class,
+                            () -> d.call("charge", Map.of("amount", nested)));
+            assertTrue(
+                    e.getMessage().contains("input.amount.bad[1]: " + value.getClass().getName()),
+                    e.getMessage());
         }
         Map<Object, Object> intKeys = new HashMap<>();
         intKeys.put(1, "x");
-        InvalidKeyException e = assertThrows(InvalidKeyException.class, () -> d.call("charge", Map.of("amount", intKeys)));
+        InvalidKeyException e =
+                assertThrows(
+                        InvalidKeyException.class,
+                        () -> d.call("charge", Map.of("amount", intKeys)));
         assertTrue(e.getMessage().contains("member name"), e.getMessage());
-        InvalidKeyException nan = assertThrows(InvalidKeyException.class, () -> d.call("charge", Map.of("amount", Double.NaN)));
-        assertTrue(nan.getMessage().contains("input.amount: NaN is not a finite number"), nan.getMessage());
+        InvalidKeyException nan =
+                assertThrows(
+                        InvalidKeyException.class,
+                        () -> d.call("charge", Map.of("amount", Double.NaN)));
+        assertTrue(
+                nan.getMessage().contains("input.amount: NaN is not a finite number"),
+                nan.getMessage());
         assertEquals(0, t.runs("charge"));
     }
 
@@ -644,12 +737,17 @@ class DispatcherTest {
         // The input object plus 63 lists is 64 levels: accepted.
         d.call("charge", Map.of("amount", deep));
         Object deeper = List.of(deep);
-        InvalidKeyException tooDeep = assertThrows(InvalidKeyException.class,
-                () -> d.call("charge", Map.of("amount", deeper)));
+        InvalidKeyException tooDeep =
+                assertThrows(
+                        InvalidKeyException.class,
+                        () -> d.call("charge", Map.of("amount", deeper)));
         assertTrue(tooDeep.getMessage().contains("nested deeper than 64"), tooDeep.getMessage());
         Map<String, Object> cyclic = new HashMap<>();
         cyclic.put("self", cyclic);
-        InvalidKeyException cycle = assertThrows(InvalidKeyException.class, () -> d.call("charge", Map.of("amount", cyclic)));
+        InvalidKeyException cycle =
+                assertThrows(
+                        InvalidKeyException.class,
+                        () -> d.call("charge", Map.of("amount", cyclic)));
         assertTrue(cycle.getMessage().contains("nested deeper than 64"), cycle.getMessage());
         assertEquals(1, t.runs("charge"));
     }
@@ -658,11 +756,16 @@ class DispatcherTest {
     void input_that_does_not_bind_is_refused_and_the_claim_released() {
         Tools t = new Tools();
         ToolDispatcher d = dispatcher(t);
-        IllegalArgumentException unknownArg = assertThrows(IllegalArgumentException.class,
-                () -> d.call("book", Map.of("flihgt", "BA117")));
-        assertTrue(unknownArg.getMessage().contains("no parameter `flihgt`"), unknownArg.getMessage());
+        IllegalArgumentException unknownArg =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> d.call("book", Map.of("flihgt", "BA117")));
+        assertTrue(
+                unknownArg.getMessage().contains("no parameter `flihgt`"), unknownArg.getMessage());
         assertThrows(IllegalArgumentException.class, () -> d.call("nope", Map.of()));
-        assertThrows(IllegalArgumentException.class, () -> d.call("short_lease", Map.of("sleepMs", "soon")));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> d.call("short_lease", Map.of("sleepMs", "soon")));
         // Released, not remembered: the same input with a bindable value... runs normally.
         assertEquals(0, t.runs("short_lease"));
         assertEquals("done", d.call("short_lease", Map.of("sleepMs", 1)));
@@ -767,39 +870,55 @@ class DispatcherTest {
 
     @Test
     void misuse_is_refused_at_registration() {
-        IllegalStateException required = assertThrows(IllegalStateException.class, () -> dispatcher(new RequiredWithout()));
+        IllegalStateException required =
+                assertThrows(IllegalStateException.class, () -> dispatcher(new RequiredWithout()));
         assertTrue(required.getMessage().contains("REQUIRED"), required.getMessage());
         assertThrows(IllegalStateException.class, () -> dispatcher(new RequiredUuid()));
-        IllegalStateException explicit = assertThrows(IllegalStateException.class, () -> dispatcher(new ExplicitWithoutSupplier()));
+        IllegalStateException explicit =
+                assertThrows(
+                        IllegalStateException.class,
+                        () -> dispatcher(new ExplicitWithoutSupplier()));
         assertTrue(explicit.getMessage().contains("IdempotencyKeySupplier"), explicit.getMessage());
-        IllegalArgumentException unknown = assertThrows(IllegalArgumentException.class, () -> dispatcher(new UnknownKeyArgument()));
-        assertTrue(unknown.getMessage().contains("`flihgt`, which is not a parameter"), unknown.getMessage());
-        IllegalArgumentException ttl = assertThrows(IllegalArgumentException.class, () -> dispatcher(new ZeroTtl()));
+        IllegalArgumentException unknown =
+                assertThrows(
+                        IllegalArgumentException.class, () -> dispatcher(new UnknownKeyArgument()));
+        assertTrue(
+                unknown.getMessage().contains("`flihgt`, which is not a parameter"),
+                unknown.getMessage());
+        IllegalArgumentException ttl =
+                assertThrows(IllegalArgumentException.class, () -> dispatcher(new ZeroTtl()));
         assertTrue(ttl.getMessage().contains("ttlSeconds must be > 0 on `z`"), ttl.getMessage());
-        IllegalArgumentException lease = assertThrows(IllegalArgumentException.class, () -> dispatcher(new NegativeLease()));
-        assertTrue(lease.getMessage().contains("leaseSeconds must be > 0 on `z`; it was -1"), lease.getMessage());
-        IllegalArgumentException timeout = assertThrows(IllegalArgumentException.class, () -> dispatcher(new TimeoutNotUnderLease()));
-        assertTrue(timeout.getMessage().contains("must be shorter than leaseSeconds"), timeout.getMessage());
+        IllegalArgumentException lease =
+                assertThrows(IllegalArgumentException.class, () -> dispatcher(new NegativeLease()));
+        assertTrue(
+                lease.getMessage().contains("leaseSeconds must be > 0 on `z`; it was -1"),
+                lease.getMessage());
+        IllegalArgumentException timeout =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () -> dispatcher(new TimeoutNotUnderLease()));
+        assertTrue(
+                timeout.getMessage().contains("must be shorter than leaseSeconds"),
+                timeout.getMessage());
     }
 
     @Test
     void a_required_tool_on_the_in_memory_store_logs_one_warning() {
         Logger logger = Logger.getLogger("dev.idemkit");
         List<LogRecord> records = new ArrayList<>();
-        Handler handler = new Handler() {
-            @Override
-            public void publish(LogRecord record) {
-                records.add(record);
-            }
+        Handler handler =
+                new Handler() {
+                    @Override
+                    public void publish(LogRecord record) {
+                        records.add(record);
+                    }
 
-            @Override
-            public void flush() {
-            }
+                    @Override
+                    public void flush() {}
 
-            @Override
-            public void close() {
-            }
-        };
+                    @Override
+                    public void close() {}
+                };
         logger.addHandler(handler);
         try {
             dispatcher(new RequiredOk());
@@ -845,8 +964,10 @@ class DispatcherTest {
     void one_store_backs_several_dispatchers_and_forget_clears_a_tenant() {
         Tools a = new Tools();
         Tools b = new Tools();
-        ToolDispatcher first = ToolDispatcher.builder().tools(a).store(store).tenant("acme").build();
-        ToolDispatcher second = ToolDispatcher.builder().tools(b).store(store).tenant("acme").build();
+        ToolDispatcher first =
+                ToolDispatcher.builder().tools(a).store(store).tenant("acme").build();
+        ToolDispatcher second =
+                ToolDispatcher.builder().tools(b).store(store).tenant("acme").build();
         first.call("book", Map.of("flight", "F", "seat", "1"));
         second.call("book", Map.of("flight", "F", "seat", "1"));
         assertEquals(1, a.runs("book") + b.runs("book"));
@@ -865,13 +986,14 @@ class DispatcherTest {
         CountDownLatch done = new CountDownLatch(200);
         for (int i = 0; i < 200; i++) {
             int n = i % 50;
-            pool.submit(() -> {
-                try {
-                    d.call("book", Map.of("flight", "F" + n, "seat", "1"));
-                } finally {
-                    done.countDown();
-                }
-            });
+            pool.submit(
+                    () -> {
+                        try {
+                            d.call("book", Map.of("flight", "F" + n, "seat", "1"));
+                        } finally {
+                            done.countDown();
+                        }
+                    });
         }
         assertTrue(done.await(20, TimeUnit.SECONDS));
         assertEquals(50, t.runs("book"));

@@ -73,8 +73,11 @@ public abstract class IdempotencyStoreContract {
         }
 
         /** Blocks until {@code release} opens; {@code entered} opens when it starts. */
-        public final java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
-        public final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        public final java.util.concurrent.CountDownLatch entered =
+                new java.util.concurrent.CountDownLatch(1);
+
+        public final java.util.concurrent.CountDownLatch release =
+                new java.util.concurrent.CountDownLatch(1);
 
         @Tool(name = "contract_hold", timeoutMs = 400)
         @Idempotent(leaseSeconds = 30)
@@ -117,10 +120,12 @@ public abstract class IdempotencyStoreContract {
         try {
             List<Future<Object>> results = new ArrayList<>();
             for (int i = 0; i < threads; i++) {
-                results.add(pool.submit(() -> {
-                    start.await();
-                    return d.call("contract_book", Map.of("flight", "LH400"));
-                }));
+                results.add(
+                        pool.submit(
+                                () -> {
+                                    start.await();
+                                    return d.call("contract_book", Map.of("flight", "LH400"));
+                                }));
             }
             for (Future<Object> f : results) {
                 assertEquals("booked:LH400", f.get(30, TimeUnit.SECONDS));
@@ -136,8 +141,10 @@ public abstract class IdempotencyStoreContract {
         ContractTools tools = new ContractTools();
         ToolDispatcher d = dispatcher(tools);
         assertThrows(IllegalStateException.class, () -> d.call("contract_fail", Map.of("id", "7")));
-        CachedFailureException cached = assertThrows(CachedFailureException.class,
-                () -> d.call("contract_fail", Map.of("id", "7")));
+        CachedFailureException cached =
+                assertThrows(
+                        CachedFailureException.class,
+                        () -> d.call("contract_fail", Map.of("id", "7")));
         assertEquals(IllegalStateException.class.getName(), cached.originalType());
         assertEquals("declined 7", cached.originalMessage());
         assertEquals(1, tools.runs.get());
@@ -190,18 +197,27 @@ public abstract class IdempotencyStoreContract {
             Future<Object> holder = pool.submit(() -> d.call("contract_hold", Map.of("id", "1")));
             assertTrue(tools.entered.await(10, TimeUnit.SECONDS), "the holder started");
             long start = System.nanoTime();
-            InProgressException waiter = assertThrows(InProgressException.class,
-                    () -> d.call("contract_hold", Map.of("id", "1")),
-                    "a waiter still waiting at its deadline gets the in-progress error, never a store error");
+            InProgressException waiter =
+                    assertThrows(
+                            InProgressException.class,
+                            () -> d.call("contract_hold", Map.of("id", "1")),
+                            "a waiter still waiting at its deadline gets the in-progress error, never a store error");
             long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             assertEquals(ErrorKind.IN_PROGRESS, waiter.kind());
             assertEquals("contract_hold", waiter.tool());
-            assertTrue(waitedMs >= 300 && waitedMs < 5_000, "waited " + waitedMs + " ms for a 400 ms deadline");
+            assertTrue(
+                    waitedMs >= 300 && waitedMs < 5_000,
+                    "waited " + waitedMs + " ms for a 400 ms deadline");
             tools.release.countDown();
-            // The holder overran its own deadline: it gets the timeout error, and its outcome is recorded.
-            java.util.concurrent.ExecutionException late = assertThrows(java.util.concurrent.ExecutionException.class,
-                    () -> holder.get(30, TimeUnit.SECONDS));
-            assertTrue(late.getCause() instanceof IdempotencyTimeoutException, String.valueOf(late.getCause()));
+            // The holder overran its own deadline: it gets the timeout error, and its outcome is
+            // recorded.
+            java.util.concurrent.ExecutionException late =
+                    assertThrows(
+                            java.util.concurrent.ExecutionException.class,
+                            () -> holder.get(30, TimeUnit.SECONDS));
+            assertTrue(
+                    late.getCause() instanceof IdempotencyTimeoutException,
+                    String.valueOf(late.getCause()));
             assertEquals("held:1", d.call("contract_hold", Map.of("id", "1")));
             assertEquals(1, tools.runs.get());
         } finally {
@@ -210,7 +226,9 @@ public abstract class IdempotencyStoreContract {
         }
     }
 
-    /** {@code prefix} followed by {@code unit} until it is {@code bytes} bytes of UTF-8 (after NFC). */
+    /**
+     * {@code prefix} followed by {@code unit} until it is {@code bytes} bytes of UTF-8 (after NFC).
+     */
     private static String padded(String prefix, String unit, int unitBytes, int bytes) {
         int room = bytes - prefix.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
         assertEquals(0, room % unitBytes);
@@ -218,7 +236,8 @@ public abstract class IdempotencyStoreContract {
     }
 
     @Test
-    void tenant_and_run_up_to_1024_utf8_bytes_after_nfc_work_and_longer_are_refused_naming_the_field() {
+    void
+            tenant_and_run_up_to_1024_utf8_bytes_after_nfc_work_and_longer_are_refused_naming_the_field() {
         ContractTools tools = new ContractTools();
         ToolDispatcher d = dispatcher(tools);
         // U+00E9 is 2 bytes of UTF-8; written decomposed (e + U+0301) it is 3 bytes before NFC.
@@ -226,11 +245,18 @@ public abstract class IdempotencyStoreContract {
         String decomposed = padded(tenant + "-", "e\u0301", 2, 1024);
         assertTrue(decomposed.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > 1024);
         try {
-            assertEquals("booked:N1", d.withTenant(atLimit).call("contract_book", Map.of("flight", "N1")));
-            assertEquals("booked:N1", d.withTenant(atLimit).call("contract_book", Map.of("flight", "N1")));
-            assertEquals("booked:N3", d.withTenant(decomposed).call("contract_book", Map.of("flight", "N3")),
+            assertEquals(
+                    "booked:N1",
+                    d.withTenant(atLimit).call("contract_book", Map.of("flight", "N1")));
+            assertEquals(
+                    "booked:N1",
+                    d.withTenant(atLimit).call("contract_book", Map.of("flight", "N1")));
+            assertEquals(
+                    "booked:N3",
+                    d.withTenant(decomposed).call("contract_book", Map.of("flight", "N3")),
                     "1,536 bytes as written, 1,024 after NFC: accepted");
-            assertEquals("booked:N1", d.withRun(atLimit).call("contract_book", Map.of("flight", "N1")));
+            assertEquals(
+                    "booked:N1", d.withRun(atLimit).call("contract_book", Map.of("flight", "N1")));
             assertEquals(3, tools.runs.get());
         } finally {
             store.forget(atLimit);
@@ -238,12 +264,22 @@ public abstract class IdempotencyStoreContract {
         }
 
         Map<String, Long> before = store.eventCounts();
-        InvalidKeyException tooLongTenant = assertThrows(InvalidKeyException.class,
-                () -> d.withTenant(atLimit + "x").call("contract_book", Map.of("flight", "N2")));
+        InvalidKeyException tooLongTenant =
+                assertThrows(
+                        InvalidKeyException.class,
+                        () ->
+                                d.withTenant(atLimit + "x")
+                                        .call("contract_book", Map.of("flight", "N2")));
         assertEquals(ErrorKind.INVALID_KEY, tooLongTenant.kind());
-        assertTrue(tooLongTenant.getMessage().contains("tenant: 1025 bytes"), tooLongTenant.getMessage());
-        InvalidKeyException tooLongRun = assertThrows(InvalidKeyException.class,
-                () -> d.withRun(atLimit + "x").call("contract_book", Map.of("flight", "N2")));
+        assertTrue(
+                tooLongTenant.getMessage().contains("tenant: 1025 bytes"),
+                tooLongTenant.getMessage());
+        InvalidKeyException tooLongRun =
+                assertThrows(
+                        InvalidKeyException.class,
+                        () ->
+                                d.withRun(atLimit + "x")
+                                        .call("contract_book", Map.of("flight", "N2")));
         assertTrue(tooLongRun.getMessage().contains("run: 1025 bytes"), tooLongRun.getMessage());
         assertEquals(3, tools.runs.get(), "a refused call runs nothing");
         assertEquals(before, store.eventCounts(), "a refused call never reaches the store");
@@ -260,14 +296,20 @@ public abstract class IdempotencyStoreContract {
     }
 
     private ToolDispatcher scoped(ScopeProbe probe, String scope) throws NoSuchMethodException {
-        return ToolDispatcher.builder().store(store).tenant(tenant)
-                .tool(probe, ScopeProbe.class.getMethod("probe", String.class), Annotations.tool(scope),
+        return ToolDispatcher.builder()
+                .store(store)
+                .tenant(tenant)
+                .tool(
+                        probe,
+                        ScopeProbe.class.getMethod("probe", String.class),
+                        Annotations.tool(scope),
                         Annotations.idempotent(KeyStrategy.HASH_INPUT))
                 .build();
     }
 
     @Test
-    void a_scope_up_to_1024_utf8_bytes_after_nfc_works_and_a_longer_one_is_refused_at_registration() throws Exception {
+    void a_scope_up_to_1024_utf8_bytes_after_nfc_works_and_a_longer_one_is_refused_at_registration()
+            throws Exception {
         ScopeProbe probe = new ScopeProbe();
         String atLimit = padded("scope-", "\u00e9", 2, 1024);
         ToolDispatcher d = scoped(probe, atLimit);
@@ -278,8 +320,11 @@ public abstract class IdempotencyStoreContract {
         Map<String, Long> before = store.eventCounts();
         String tooLong = atLimit + "x";
         // The tool name is fixed when the tool is registered, so that is where it is refused.
-        IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> scoped(probe, tooLong));
-        assertTrue(refused.getMessage().contains("1025 bytes") && refused.getMessage().contains("scope"),
+        IllegalArgumentException refused =
+                assertThrows(IllegalArgumentException.class, () -> scoped(probe, tooLong));
+        assertTrue(
+                refused.getMessage().contains("1025 bytes")
+                        && refused.getMessage().contains("scope"),
                 refused.getMessage());
         assertEquals(1, probe.runs.get(), "a refused call runs nothing");
         assertEquals(before, store.eventCounts(), "a refused call never reaches the store");

@@ -11,7 +11,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
-/** The README's key-derivation example is exactly {@code com.example.keys.UpstreamKey}: it compiles and runs. */
+/**
+ * The README's key-derivation example is exactly {@code com.example.keys.UpstreamKey}: it compiles
+ * and runs.
+ */
 class KeysReadmeTest {
     private static final String MARKER = "```java\npackage com.example.keys;\n";
 
@@ -19,10 +22,12 @@ class KeysReadmeTest {
     void the_readme_key_example_is_the_compiled_one_and_it_runs() throws Exception {
         String readme = Files.readString(Path.of("README.md"));
         int at = readme.indexOf(MARKER);
-        assertTrue(at >= 0, "README.md has no java block starting with `package com.example.keys;`");
+        assertTrue(
+                at >= 0, "README.md has no java block starting with `package com.example.keys;`");
         int start = at + "```java\n".length();
         String block = readme.substring(start, readme.indexOf("```", start));
-        String source = Files.readString(Path.of("src/test/java/com/example/keys/UpstreamKey.java"));
+        String source =
+                Files.readString(Path.of("src/test/java/com/example/keys/UpstreamKey.java"));
         assertEquals(source, block, "README.md's key block must be UpstreamKey.java verbatim");
 
         PrintStream original = System.out;
@@ -33,11 +38,13 @@ class KeysReadmeTest {
         } finally {
             System.setOut(original);
         }
-        // The SHA-256 of ["idemkit/v1","acme",null,"book_flight","input",{"flight":"BA117","passenger":"Ada"}]
+        // The SHA-256 of
+        // ["idemkit/v1","acme",null,"book_flight","input",{"flight":"BA117","passenger":"Ada"}]
         // and of ["idemkit/v1","acme",null,"send_email","explicit","welcome-42"].
-        assertEquals("Idempotency-Key: 597fd97e7131604887ade81ab8f933904346223b48ae1422a43d6a2781e1f3ab\n"
-                + "same booking: true\n"
-                + "explicit: 0f9b441c9d5429a42137ea79c42cf9fdbee515dee49220f451a775a5f27423d7\n",
+        assertEquals(
+                "Idempotency-Key: 597fd97e7131604887ade81ab8f933904346223b48ae1422a43d6a2781e1f3ab\n"
+                        + "same booking: true\n"
+                        + "explicit: 0f9b441c9d5429a42137ea79c42cf9fdbee515dee49220f451a775a5f27423d7\n",
                 out.toString(StandardCharsets.UTF_8));
     }
 }

@@ -1,34 +1,38 @@
 package dev.idemkit;
 
 /**
- * Test-only native entry points: a panic and each error kind at the JNI boundary, and a Rust call on a
- * Java store shared through {@link NativeIdempotencyStore#nativeHandle()}.
+ * Test-only native entry points: a panic and each error kind at the JNI boundary, and a Rust call
+ * on a Java store shared through {@link NativeIdempotencyStore#nativeHandle()}.
  *
- * <p>They live in the test library {@code libidemkit_jni_testing} (crate {@code java/native/testing}:
- * every production export plus these), never in the production {@code libidemkit_jni} the jar
- * bundles. The tests load the test library instead of the production one through
- * {@code -Didemkit.native.path}, which Maven's surefire configuration sets.
+ * <p>They live in the test library {@code libidemkit_jni_testing} (crate {@code
+ * java/native/testing}: every production export plus these), never in the production {@code
+ * libidemkit_jni} the jar bundles. The tests load the test library instead of the production one
+ * through {@code -Didemkit.native.path}, which Maven's surefire configuration sets.
  */
 final class NativeTestSupport {
     /** The test library, as {@code java/pom.xml} builds it (relative to {@code java/}). */
-    static final String TEST_LIBRARY = "native/target/release/" + System.mapLibraryName("idemkit_jni_testing");
+    static final String TEST_LIBRARY =
+            "native/target/release/" + System.mapLibraryName("idemkit_jni_testing");
 
     static {
         NativeLibrary.load();
         try {
             isTestLibrary();
         } catch (UnsatisfiedLinkError productionLibrary) {
-            UnsatisfiedLinkError error = new UnsatisfiedLinkError("NativeTestSupport: the loaded native library"
-                    + " has no test-only exports (it is the production libidemkit_jni); run the tests with"
-                    + " -Didemkit.native.path=" + TEST_LIBRARY + " (built by `cargo build --release --workspace`"
-                    + " in java/native; `mvn verify` does both)");
+            UnsatisfiedLinkError error =
+                    new UnsatisfiedLinkError(
+                            "NativeTestSupport: the loaded native library"
+                                    + " has no test-only exports (it is the production libidemkit_jni); run the tests with"
+                                    + " -Didemkit.native.path="
+                                    + TEST_LIBRARY
+                                    + " (built by `cargo build --release --workspace`"
+                                    + " in java/native; `mvn verify` does both)");
             error.initCause(productionLibrary);
             throw error;
         }
     }
 
-    private NativeTestSupport() {
-    }
+    private NativeTestSupport() {}
 
     /** Whether the loaded library is the test library (an unbound native otherwise). */
     private static native boolean isTestLibrary();
@@ -45,10 +49,16 @@ final class NativeTestSupport {
      * this tenant and run, JSON input {@code input}, and a body returning the JSON {@code result}.
      * Answers {@code {"ran":<body runs>,"result":<the call's result>}}.
      */
-    static native String rustCall(long store, String tool, String tenant, String run, String input, String result);
+    static native String rustCall(
+            long store, String tool, String tenant, String run, String input, String result);
 
     /** {@link #rustCall} on an open store, which stays reachable (and so open) during the call. */
-    static String rustCall(NativeIdempotencyStore store, String tool, String tenant, String run, String input,
+    static String rustCall(
+            NativeIdempotencyStore store,
+            String tool,
+            String tenant,
+            String run,
+            String input,
             String result) {
         try {
             return rustCall(store.nativeHandle(), tool, tenant, run, input, result);

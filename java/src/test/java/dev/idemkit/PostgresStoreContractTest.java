@@ -4,7 +4,9 @@ package dev.idemkit;
 class PostgresStoreContractTest extends IdempotencyStoreContract {
     @Override
     protected IdempotencyStore openStore() {
-        return new PostgresIdempotencyStore(Services.url("IDEMKIT_POSTGRES_URL", "PostgreSQL store"), "idemkit_java_test")
+        return new PostgresIdempotencyStore(
+                        Services.url("IDEMKIT_POSTGRES_URL", "PostgreSQL store"),
+                        "idemkit_java_test")
                 .createTableIfMissing();
     }
 }

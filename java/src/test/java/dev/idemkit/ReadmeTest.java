@@ -18,8 +18,10 @@ class ReadmeTest {
         String readme = Files.readString(Path.of("README.md"));
         int start = readme.indexOf("```java\n") + "```java\n".length();
         String block = readme.substring(start, readme.indexOf("```", start));
-        String source = Files.readString(Path.of("src/test/java/com/example/travel/TravelAgent.java"));
-        assertEquals(source, block, "README.md's first java block must be TravelAgent.java verbatim");
+        String source =
+                Files.readString(Path.of("src/test/java/com/example/travel/TravelAgent.java"));
+        assertEquals(
+                source, block, "README.md's first java block must be TravelAgent.java verbatim");
 
         PrintStream original = System.out;
         ByteArrayOutputStream out = new ByteArrayOutputStream();

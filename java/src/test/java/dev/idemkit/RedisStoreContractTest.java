@@ -4,6 +4,7 @@ package dev.idemkit;
 class RedisStoreContractTest extends IdempotencyStoreContract {
     @Override
     protected IdempotencyStore openStore() {
-        return new RedisIdempotencyStore(Services.url("IDEMKIT_REDIS_URL", "Redis store"), "idemkit-java-test:");
+        return new RedisIdempotencyStore(
+                Services.url("IDEMKIT_REDIS_URL", "Redis store"), "idemkit-java-test:");
     }
 }

@@ -160,8 +160,11 @@ class RegistrationTest {
 
     @Test
     void an_action_overridden_without_the_annotation_keeps_its_original_declaration() {
-        try (WebServiceExecutor e = WebServiceExecutor.builder().baseUri(server.baseUri())
-                .roles(new DocumentedOrders()).build()) {
+        try (WebServiceExecutor e =
+                WebServiceExecutor.builder()
+                        .baseUri(server.baseUri())
+                        .roles(new DocumentedOrders())
+                        .build()) {
             assertEquals(Set.of("create"), e.actionNames());
             e.invoke("create", Map.of("item", "tea"));
             assertEquals("/orders", server.only().rawPath);
@@ -186,7 +189,8 @@ class RegistrationTest {
 
     @Test
     void an_action_input_nested_deeper_than_64_gets_the_cores_error_naming_action_and_member() {
-        try (WebServiceExecutor e = WebServiceExecutor.builder().baseUri(server.baseUri()).roles(new Deep()).build()) {
+        try (WebServiceExecutor e =
+                WebServiceExecutor.builder().baseUri(server.baseUri()).roles(new Deep()).build()) {
             Object deep = "leaf";
             for (int i = 0; i < 63; i++) {
                 deep = List.of(deep);
@@ -195,17 +199,21 @@ class RegistrationTest {
             e.invoke("deep", Map.of("amount", deep));
             assertEquals(1, server.count());
             Object deeper = List.of(deep);
-            InvalidKeyException tooDeep = assertThrows(InvalidKeyException.class,
-                    () -> e.invoke("deep", Map.of("amount", deeper)));
+            InvalidKeyException tooDeep =
+                    assertThrows(
+                            InvalidKeyException.class,
+                            () -> e.invoke("deep", Map.of("amount", deeper)));
             assertEquals("deep", tooDeep.tool());
             assertTrue(tooDeep.getMessage().contains("`deep`"), tooDeep.getMessage());
             assertTrue(tooDeep.getMessage().contains("input.amount[0]"), tooDeep.getMessage());
-            assertTrue(tooDeep.getMessage().contains("nested deeper than 64"), tooDeep.getMessage());
+            assertTrue(
+                    tooDeep.getMessage().contains("nested deeper than 64"), tooDeep.getMessage());
             // The same input as JSON text gets the same error from the same place.
             StringBuilder text = new StringBuilder("{\"amount\":");
             text.append("[".repeat(64)).append("\"leaf\"").append("]".repeat(64)).append('}');
-            InvalidKeyException asText = assertThrows(InvalidKeyException.class,
-                    () -> e.invoke("deep", text.toString()));
+            InvalidKeyException asText =
+                    assertThrows(
+                            InvalidKeyException.class, () -> e.invoke("deep", text.toString()));
             assertEquals(tooDeep.getMessage(), asText.getMessage());
             assertEquals(1, server.count(), "nothing sent for a refused input");
         }
@@ -213,15 +221,20 @@ class RegistrationTest {
 
     @Test
     void a_cyclic_map_input_is_refused_without_overflowing_the_stack() {
-        try (WebServiceExecutor e = WebServiceExecutor.builder().baseUri(server.baseUri()).roles(new Deep()).build()) {
+        try (WebServiceExecutor e =
+                WebServiceExecutor.builder().baseUri(server.baseUri()).roles(new Deep()).build()) {
             Map<String, Object> cyclic = new java.util.HashMap<>();
             cyclic.put("self", cyclic);
-            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
-                    () -> e.invoke("loose", Map.of("amount", cyclic)));
+            IllegalArgumentException refused =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () -> e.invoke("loose", Map.of("amount", cyclic)));
             assertTrue(refused.getMessage().contains("`loose`"), refused.getMessage());
             // HASH_INPUT: the core derives the key from it and refuses it, as for a tool.
-            InvalidKeyException core = assertThrows(InvalidKeyException.class,
-                    () -> e.invoke("deep", Map.of("amount", cyclic)));
+            InvalidKeyException core =
+                    assertThrows(
+                            InvalidKeyException.class,
+                            () -> e.invoke("deep", Map.of("amount", cyclic)));
             assertTrue(core.getMessage().contains("nested deeper than 64"), core.getMessage());
             assertEquals(0, server.count());
         }
@@ -254,16 +267,19 @@ class RegistrationTest {
         d.close();
         assertTrue(d.isClosed());
         assertTrue(view.isClosed());
-        IllegalStateException refused = assertThrows(IllegalStateException.class,
-                () -> view.call("work", Map.of("n", 2)));
-        assertTrue(refused.getMessage().contains("the tool dispatcher is closed"), refused.getMessage());
+        IllegalStateException refused =
+                assertThrows(IllegalStateException.class, () -> view.call("work", Map.of("n", 2)));
+        assertTrue(
+                refused.getMessage().contains("the tool dispatcher is closed"),
+                refused.getMessage());
         assertThrows(IllegalStateException.class, () -> d.call("work", "{\"n\":1}"));
         assertEquals(1, slow.runs.get());
     }
 
     @Test
-    void a_dispatcher_closes_the_store_it_created_after_the_call_in_flight_but_never_a_store_it_was_given()
-            throws Exception {
+    void
+            a_dispatcher_closes_the_store_it_created_after_the_call_in_flight_but_never_a_store_it_was_given()
+                    throws Exception {
         Slow slow = new Slow();
         slow.entered = new CountDownLatch(1);
         slow.release = new CountDownLatch(1);
@@ -277,7 +293,8 @@ class RegistrationTest {
             assertFalse(closed(owning), "closed under a call in flight");
             slow.release.countDown();
             assertEquals("done-7", inFlight.get(10, TimeUnit.SECONDS));
-            assertTrue(closed(owning), "the store the builder created is freed with the dispatcher");
+            assertTrue(
+                    closed(owning), "the store the builder created is freed with the dispatcher");
         } finally {
             pool.shutdownNow();
         }
@@ -287,7 +304,8 @@ class RegistrationTest {
             given.call("work", Map.of("n", 1));
             given.close();
             assertFalse(mine.isClosed(), "a store passed in is the caller's to close");
-            try (ToolDispatcher again = ToolDispatcher.builder().tools(new Slow()).store(mine).build()) {
+            try (ToolDispatcher again =
+                    ToolDispatcher.builder().tools(new Slow()).store(mine).build()) {
                 // Records written through the closed dispatcher are still there.
                 assertEquals("done-1", again.call("work", Map.of("n", 1)));
             }
@@ -301,10 +319,11 @@ class RegistrationTest {
 
     /**
      * Runs {@code threads} threads that call in a loop until refused, closes from two threads at
-     * once while they do, and answers how many calls returned; any failure other than the
-     * refusal naming {@code closed} fails the test.
+     * once while they do, and answers how many calls returned; any failure other than the refusal
+     * naming {@code closed} fails the test.
      */
-    private static int raceClose(int threads, RacingCall call, Runnable close, String closed) throws Exception {
+    private static int raceClose(int threads, RacingCall call, Runnable close, String closed)
+            throws Exception {
         AtomicInteger done = new AtomicInteger();
         AtomicInteger refused = new AtomicInteger();
         List<Throwable> unexpected = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -313,24 +332,26 @@ class RegistrationTest {
         List<Future<?>> futures = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
             int base = t * 100_000;
-            futures.add(pool.submit(() -> {
-                started.countDown();
-                for (int i = 0; ; i++) {
-                    try {
-                        call.call(base + i);
-                        done.incrementAndGet();
-                    } catch (IllegalStateException refusal) {
-                        if (!refusal.getMessage().contains(closed)) {
-                            unexpected.add(refusal);
-                        }
-                        refused.incrementAndGet();
-                        return;
-                    } catch (Throwable other) {
-                        unexpected.add(other);
-                        return;
-                    }
-                }
-            }));
+            futures.add(
+                    pool.submit(
+                            () -> {
+                                started.countDown();
+                                for (int i = 0; ; i++) {
+                                    try {
+                                        call.call(base + i);
+                                        done.incrementAndGet();
+                                    } catch (IllegalStateException refusal) {
+                                        if (!refusal.getMessage().contains(closed)) {
+                                            unexpected.add(refusal);
+                                        }
+                                        refused.incrementAndGet();
+                                        return;
+                                    } catch (Throwable other) {
+                                        unexpected.add(other);
+                                        return;
+                                    }
+                                }
+                            }));
         }
         assertTrue(started.await(10, TimeUnit.SECONDS));
         Thread.sleep(100);
@@ -352,8 +373,12 @@ class RegistrationTest {
     void close_racing_calls_lets_each_call_finish_or_refuses_it() throws Exception {
         Slow slow = new Slow();
         ToolDispatcher d = ToolDispatcher.builder().tools(slow).build();
-        int done = raceClose(8, n -> assertEquals("done-" + n, d.call("work", Map.of("n", n))), d::close,
-                "the tool dispatcher is closed");
+        int done =
+                raceClose(
+                        8,
+                        n -> assertEquals("done-" + n, d.call("work", Map.of("n", n))),
+                        d::close,
+                        "the tool dispatcher is closed");
         // Every body that ran returned its result to its caller.
         assertEquals(done, slow.runs.get());
         assertTrue(closed(d));
@@ -361,22 +386,31 @@ class RegistrationTest {
 
     @Test
     void closing_an_executor_twice_is_safe_refuses_later_calls_and_closes_only_what_it_created() {
-        WebServiceExecutor owning = WebServiceExecutor.builder().baseUri(server.baseUri()).roles(new Orders()).build();
+        WebServiceExecutor owning =
+                WebServiceExecutor.builder().baseUri(server.baseUri()).roles(new Orders()).build();
         WebServiceExecutor view = owning.withRun("r1");
         owning.invoke("create", Map.of("item", "tea"));
         owning.close();
         owning.close();
         assertTrue(view.isClosed());
         assertTrue(closed(owning), "the store the builder created is freed with the executor");
-        IllegalStateException refused = assertThrows(IllegalStateException.class,
-                () -> view.invoke("create", Map.of("item", "tea")));
-        assertTrue(refused.getMessage().contains("the web-service executor is closed"), refused.getMessage());
+        IllegalStateException refused =
+                assertThrows(
+                        IllegalStateException.class,
+                        () -> view.invoke("create", Map.of("item", "tea")));
+        assertTrue(
+                refused.getMessage().contains("the web-service executor is closed"),
+                refused.getMessage());
         assertThrows(IllegalStateException.class, () -> owning.register(new Orders()));
         assertEquals(1, server.count());
 
         try (InMemoryIdempotencyStore mine = new InMemoryIdempotencyStore()) {
-            WebServiceExecutor given = WebServiceExecutor.builder().store(mine).baseUri(server.baseUri())
-                    .roles(new Orders()).build();
+            WebServiceExecutor given =
+                    WebServiceExecutor.builder()
+                            .store(mine)
+                            .baseUri(server.baseUri())
+                            .roles(new Orders())
+                            .build();
             given.invoke("create", Map.of("item", "jam"));
             given.close();
             assertFalse(mine.isClosed(), "a store passed in is the caller's to close");
@@ -385,9 +419,17 @@ class RegistrationTest {
 
     @Test
     void executor_close_racing_calls_lets_each_call_finish_or_refuses_it() throws Exception {
-        WebServiceExecutor e = WebServiceExecutor.builder().baseUri(server.baseUri()).roles(new Orders()).build();
-        int done = raceClose(6, n -> assertFalse(e.invokeForResponse("create", Map.of("item", "i" + n)).replayed()),
-                e::close, "the web-service executor is closed");
+        WebServiceExecutor e =
+                WebServiceExecutor.builder().baseUri(server.baseUri()).roles(new Orders()).build();
+        int done =
+                raceClose(
+                        6,
+                        n ->
+                                assertFalse(
+                                        e.invokeForResponse("create", Map.of("item", "i" + n))
+                                                .replayed()),
+                        e::close,
+                        "the web-service executor is closed");
         // Every request sent belongs to a call that returned.
         assertEquals(done, server.count());
         assertTrue(closed(e));

@@ -41,8 +41,7 @@ class ResultEncodingTest {
         public Optional<String> seat;
         public Object extra;
 
-        public Itinerary() {
-        }
+        public Itinerary() {}
 
         Itinerary(Instant departs, LocalDate day, Optional<String> seat, Object extra) {
             this.departs = departs;
@@ -57,8 +56,10 @@ class ResultEncodingTest {
                 return false;
             }
             Itinerary other = (Itinerary) o;
-            return java.util.Objects.equals(departs, other.departs) && java.util.Objects.equals(day, other.day)
-                    && java.util.Objects.equals(seat, other.seat) && java.util.Objects.equals(extra, other.extra);
+            return java.util.Objects.equals(departs, other.departs)
+                    && java.util.Objects.equals(day, other.day)
+                    && java.util.Objects.equals(seat, other.seat)
+                    && java.util.Objects.equals(extra, other.extra);
         }
 
         @Override
@@ -96,14 +97,16 @@ class ResultEncodingTest {
         @Idempotent(leaseSeconds = 2)
         public java.time.ZonedDateTime zoned(String flight) {
             runs.incrementAndGet();
-            return java.time.ZonedDateTime.of(2026, 12, 1, 9, 30, 0, 0, java.time.ZoneId.of("Europe/Paris"));
+            return java.time.ZonedDateTime.of(
+                    2026, 12, 1, 9, 30, 0, 0, java.time.ZoneId.of("Europe/Paris"));
         }
 
         @Tool(name = "offset")
         @Idempotent(leaseSeconds = 2)
         public java.time.OffsetDateTime offset(String flight) {
             runs.incrementAndGet();
-            return java.time.OffsetDateTime.of(2026, 12, 1, 9, 30, 0, 0, java.time.ZoneOffset.ofHours(-5));
+            return java.time.OffsetDateTime.of(
+                    2026, 12, 1, 9, 30, 0, 0, java.time.ZoneOffset.ofHours(-5));
         }
 
         @Tool(name = "layover")
@@ -117,7 +120,11 @@ class ResultEncodingTest {
         @Idempotent(leaseSeconds = 2)
         public Itinerary itinerary(String flight) {
             runs.incrementAndGet();
-            return new Itinerary(DEPARTS, LocalDate.of(2026, 12, 1), Optional.of("12A"), Map.of("meal", List.of("veg")));
+            return new Itinerary(
+                    DEPARTS,
+                    LocalDate.of(2026, 12, 1),
+                    Optional.of("12A"),
+                    Map.of("meal", List.of("veg")));
         }
     }
 
@@ -130,20 +137,41 @@ class ResultEncodingTest {
             {"day", "BA117", LocalDate.of(2026, 12, 1)},
             {"seat", "BA117", Optional.of("12A")},
             {"seat", "none", Optional.empty()},
-            {"zoned", "BA117", java.time.ZonedDateTime.of(2026, 12, 1, 9, 30, 0, 0, java.time.ZoneId.of("Europe/Paris"))},
-            {"offset", "BA117", java.time.OffsetDateTime.of(2026, 12, 1, 9, 30, 0, 0, java.time.ZoneOffset.ofHours(-5))},
+            {
+                "zoned",
+                "BA117",
+                java.time.ZonedDateTime.of(
+                        2026, 12, 1, 9, 30, 0, 0, java.time.ZoneId.of("Europe/Paris"))
+            },
+            {
+                "offset",
+                "BA117",
+                java.time.OffsetDateTime.of(
+                        2026, 12, 1, 9, 30, 0, 0, java.time.ZoneOffset.ofHours(-5))
+            },
             {"layover", "BA117", Duration.ofMinutes(95)},
-            {"itinerary", "BA117", new Itinerary(TimeTools.DEPARTS, LocalDate.of(2026, 12, 1), Optional.of("12A"),
-                    Map.of("meal", List.of("veg")))},
+            {
+                "itinerary",
+                "BA117",
+                new Itinerary(
+                        TimeTools.DEPARTS,
+                        LocalDate.of(2026, 12, 1),
+                        Optional.of("12A"),
+                        Map.of("meal", List.of("veg")))
+            },
         };
         for (Object[] call : calls) {
             int before = t.runs.get();
             Map<String, Object> input = Map.of("flight", call[1]);
             Object first = d.call((String) call[0], input);
-            Object replay = assertTimeoutPreemptively(PROMPT, () -> d.call((String) call[0], input),
-                    call[0] + ": a repeat must be answered from the record, promptly");
+            Object replay =
+                    assertTimeoutPreemptively(
+                            PROMPT,
+                            () -> d.call((String) call[0], input),
+                            call[0] + ": a repeat must be answered from the record, promptly");
             assertEquals(call[2], first, call[0] + " first call");
-            assertEquals(call[2], replay, call[0] + " replay reads back equal, as the declared type");
+            assertEquals(
+                    call[2], replay, call[0] + " replay reads back equal, as the declared type");
             assertEquals(before + 1, t.runs.get(), call[0] + " ran once");
         }
         assertEquals(0L, store.eventCounts().get("indeterminate"));
@@ -204,8 +232,11 @@ class ResultEncodingTest {
             {new NestedOpaqueTool(), "opaque_list", Opaque.class},
         };
         for (Object[] c : cases) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> dispatcher(c[0]),
-                    c[1] + " must be refused when it is registered");
+            IllegalArgumentException e =
+                    assertThrows(
+                            IllegalArgumentException.class,
+                            () -> dispatcher(c[0]),
+                            c[1] + " must be refused when it is registered");
             String message = e.getMessage();
             assertTrue(message.contains("`" + c[1] + "`"), message);
             assertTrue(message.contains(((Class<?>) c[2]).getName()), message);
@@ -214,29 +245,40 @@ class ResultEncodingTest {
 
     @Test
     void a_mapper_given_without_the_modules_refuses_java_time_results_naming_the_module() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ToolDispatcher.builder()
-                .tools(new TimeTools()).store(store).objectMapper(new com.fasterxml.jackson.databind.ObjectMapper()).build());
-        assertTrue(e.getMessage().contains("java.time.") && e.getMessage().contains("JavaTimeModule"), e.getMessage());
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                ToolDispatcher.builder()
+                                        .tools(new TimeTools())
+                                        .store(store)
+                                        .objectMapper(
+                                                new com.fasterxml.jackson.databind.ObjectMapper())
+                                        .build());
+        assertTrue(
+                e.getMessage().contains("java.time.") && e.getMessage().contains("JavaTimeModule"),
+                e.getMessage());
     }
 
     @Test
     void object_typed_results_and_members_are_fine() {
         TimeTools t = new TimeTools();
-        dispatcher(t, new Object() {
-            @Tool(name = "anything")
-            @Idempotent
-            public Object anything(String id) {
-                return Map.of("id", id);
-            }
-        });
+        dispatcher(
+                t,
+                new Object() {
+                    @Tool(name = "anything")
+                    @Idempotent
+                    public Object anything(String id) {
+                        return Map.of("id", id);
+                    }
+                });
     }
 
     /** Jackson writes it through a getter that refuses one value. */
     public static class Touchy {
         public String name;
 
-        public Touchy() {
-        }
+        public Touchy() {}
 
         Touchy(String name) {
             this.name = name;
@@ -273,14 +315,21 @@ class ResultEncodingTest {
         TouchyTools t = new TouchyTools();
         ToolDispatcher d = dispatcher(t);
         for (int attempt = 1; attempt <= 2; attempt++) {
-            IdempotencyException e = assertTimeoutPreemptively(PROMPT,
-                    () -> assertThrows(IdempotencyException.class, () -> d.call("touchy", Map.of("name", "boom"))),
-                    "attempt " + attempt);
-            assertFalse(e instanceof IndeterminateOutcomeException, "attempt " + attempt + ": " + e);
+            IdempotencyException e =
+                    assertTimeoutPreemptively(
+                            PROMPT,
+                            () ->
+                                    assertThrows(
+                                            IdempotencyException.class,
+                                            () -> d.call("touchy", Map.of("name", "boom"))),
+                            "attempt " + attempt);
+            assertFalse(
+                    e instanceof IndeterminateOutcomeException, "attempt " + attempt + ": " + e);
             assertEquals("touchy", e.tool());
             assertTrue(e.getMessage().contains("`touchy`"), e.getMessage());
             assertTrue(e.getMessage().contains(Touchy.class.getName()), e.getMessage());
-            assertEquals(attempt, t.runs.get(), "the key was left free, so the next call runs again");
+            assertEquals(
+                    attempt, t.runs.get(), "the key was left free, so the next call runs again");
         }
         // Another value of the same type is recorded as usual.
         assertEquals("fine", ((Touchy) d.call("touchy", Map.of("name", "fine"))).name);
@@ -293,11 +342,18 @@ class ResultEncodingTest {
     void with_cache_failures_a_value_that_fails_to_encode_is_recorded_as_a_failure() {
         TouchyTools t = new TouchyTools();
         ToolDispatcher d = dispatcher(t);
-        IdempotencyException first = assertThrows(IdempotencyException.class,
-                () -> d.call("touchy_cached", Map.of("name", "boom")));
+        IdempotencyException first =
+                assertThrows(
+                        IdempotencyException.class,
+                        () -> d.call("touchy_cached", Map.of("name", "boom")));
         assertFalse(first instanceof IndeterminateOutcomeException, String.valueOf(first));
-        CachedFailureException repeat = assertTimeoutPreemptively(PROMPT,
-                () -> assertThrows(CachedFailureException.class, () -> d.call("touchy_cached", Map.of("name", "boom"))));
+        CachedFailureException repeat =
+                assertTimeoutPreemptively(
+                        PROMPT,
+                        () ->
+                                assertThrows(
+                                        CachedFailureException.class,
+                                        () -> d.call("touchy_cached", Map.of("name", "boom"))));
         assertEquals(first.getClass().getName(), repeat.originalType());
         assertEquals(first.getMessage(), repeat.originalMessage());
         assertEquals(1, t.runs.get());
@@ -305,7 +361,11 @@ class ResultEncodingTest {
 
     /** Web-service actions read their response as the declared type and record it the same way. */
     public static class Flights {
-        @WebService(name = "ws_departs", endpoint = "/departs", method = HttpMethod.GET, paramType = ParamType.QUERY)
+        @WebService(
+                name = "ws_departs",
+                endpoint = "/departs",
+                method = HttpMethod.GET,
+                paramType = ParamType.QUERY)
         @Idempotent(leaseSeconds = 2)
         public Instant departs(String flight) {
             return null;
@@ -327,29 +387,57 @@ class ResultEncodingTest {
     }
 
     @Test
-    void web_service_actions_record_java_time_and_settle_unencodable_values_as_failures() throws Exception {
+    void web_service_actions_record_java_time_and_settle_unencodable_values_as_failures()
+            throws Exception {
         try (WebServiceTestServer server = new WebServiceTestServer()) {
-            server.script(r -> r.rawPath.equals("/departs") ? WebServiceTestServer.Reply.json(200, "\"2026-12-01T10:15:30.5Z\"")
-                    : WebServiceTestServer.Reply.json(200, "{\"name\":\"boom\"}"));
-            WebServiceExecutor ws = WebServiceExecutor.builder().store(store).baseUri(server.baseUri())
-                    .roles(new Flights()).build();
+            server.script(
+                    r ->
+                            r.rawPath.equals("/departs")
+                                    ? WebServiceTestServer.Reply.json(
+                                            200, "\"2026-12-01T10:15:30.5Z\"")
+                                    : WebServiceTestServer.Reply.json(200, "{\"name\":\"boom\"}"));
+            WebServiceExecutor ws =
+                    WebServiceExecutor.builder()
+                            .store(store)
+                            .baseUri(server.baseUri())
+                            .roles(new Flights())
+                            .build();
             Instant expected = Instant.parse("2026-12-01T10:15:30.5Z");
             assertEquals(expected, ws.invoke("ws_departs", Map.of("flight", "BA117")));
-            assertEquals(expected, assertTimeoutPreemptively(PROMPT, () -> ws.invoke("ws_departs", Map.of("flight", "BA117"))));
+            assertEquals(
+                    expected,
+                    assertTimeoutPreemptively(
+                            PROMPT, () -> ws.invoke("ws_departs", Map.of("flight", "BA117"))));
             assertEquals(1, server.count());
 
             for (int attempt = 1; attempt <= 2; attempt++) {
-                IdempotencyException e = assertTimeoutPreemptively(PROMPT,
-                        () -> assertThrows(IdempotencyException.class, () -> ws.invoke("ws_touchy", Map.of("flight", "x"))));
+                IdempotencyException e =
+                        assertTimeoutPreemptively(
+                                PROMPT,
+                                () ->
+                                        assertThrows(
+                                                IdempotencyException.class,
+                                                () ->
+                                                        ws.invoke(
+                                                                "ws_touchy",
+                                                                Map.of("flight", "x"))));
                 assertFalse(e instanceof IndeterminateOutcomeException, String.valueOf(e));
-                assertTrue(e.getMessage().contains("`ws_touchy`") && e.getMessage().contains(Touchy.class.getName()),
+                assertTrue(
+                        e.getMessage().contains("`ws_touchy`")
+                                && e.getMessage().contains(Touchy.class.getName()),
                         e.getMessage());
-                assertEquals(1 + attempt, server.count(), "the key was left free, so the next call sends again");
+                assertEquals(
+                        1 + attempt,
+                        server.count(),
+                        "the key was left free, so the next call sends again");
             }
 
-            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
-                    () -> ws.register(new OpaqueFlights()));
-            assertTrue(refused.getMessage().contains("`ws_opaque`") && refused.getMessage().contains(Opaque.class.getName()),
+            IllegalArgumentException refused =
+                    assertThrows(
+                            IllegalArgumentException.class, () -> ws.register(new OpaqueFlights()));
+            assertTrue(
+                    refused.getMessage().contains("`ws_opaque`")
+                            && refused.getMessage().contains(Opaque.class.getName()),
                     refused.getMessage());
         }
     }

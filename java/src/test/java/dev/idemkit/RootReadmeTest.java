@@ -10,7 +10,8 @@ import org.junit.jupiter.api.Test;
 class RootReadmeTest {
     private static void assertShown(String readme, String sourcePath) throws Exception {
         String source = Files.readString(Path.of(sourcePath));
-        assertTrue(readme.contains("```java\n" + source + "```"),
+        assertTrue(
+                readme.contains("```java\n" + source + "```"),
                 "../README.md must show " + sourcePath + " verbatim in a java block");
     }
 

@@ -12,21 +12,30 @@ import org.junit.jupiter.api.Test;
 class StoresTest {
     @Test
     void a_table_name_that_is_not_an_identifier_is_refused_when_the_store_is_built() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new PostgresIdempotencyStore("postgres://postgres@127.0.0.1:1/db", "records; drop table x"));
+        IllegalArgumentException e =
+                assertThrows(
+                        IllegalArgumentException.class,
+                        () ->
+                                new PostgresIdempotencyStore(
+                                        "postgres://postgres@127.0.0.1:1/db",
+                                        "records; drop table x"));
         assertTrue(e.getMessage().contains("records; drop table x"), e.getMessage());
     }
 
     @Test
     void an_unreachable_server_is_store_unavailable() {
-        StoreUnavailableException e = assertThrows(StoreUnavailableException.class,
-                () -> new RedisIdempotencyStore("redis://127.0.0.1:1/0"));
+        StoreUnavailableException e =
+                assertThrows(
+                        StoreUnavailableException.class,
+                        () -> new RedisIdempotencyStore("redis://127.0.0.1:1/0"));
         assertEquals(ErrorKind.STORE_UNAVAILABLE, e.kind());
     }
 
     @Test
     void an_unknown_scheme_is_a_configuration_error() {
-        assertThrows(IllegalArgumentException.class, () -> new RedisIdempotencyStore("ftp://127.0.0.1/"));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> new RedisIdempotencyStore("ftp://127.0.0.1/"));
     }
 
     static class Big {
@@ -41,12 +50,16 @@ class StoresTest {
     }
 
     @Test
-    void a_result_over_the_store_limit_reaches_the_first_caller_and_repeats_get_outcome_too_large() {
+    void
+            a_result_over_the_store_limit_reaches_the_first_caller_and_repeats_get_outcome_too_large() {
         Big big = new Big();
         try (InMemoryIdempotencyStore store = new InMemoryIdempotencyStore()) {
             ToolDispatcher d = ToolDispatcher.builder().tools(big).store(store).build();
             assertEquals(1100 * 1024, ((String) d.call("report", Map.of("kb", 1100))).length());
-            OutcomeTooLargeException e = assertThrows(OutcomeTooLargeException.class, () -> d.call("report", Map.of("kb", 1100)));
+            OutcomeTooLargeException e =
+                    assertThrows(
+                            OutcomeTooLargeException.class,
+                            () -> d.call("report", Map.of("kb", 1100)));
             assertEquals("report", e.tool());
             assertEquals(1, big.runs.get());
         }

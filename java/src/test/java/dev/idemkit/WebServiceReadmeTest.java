@@ -25,11 +25,17 @@ class WebServiceReadmeTest {
     void the_readme_web_service_example_is_the_compiled_one_and_it_runs() throws Exception {
         String readme = Files.readString(Path.of("README.md"));
         int at = readme.indexOf(MARKER);
-        assertTrue(at >= 0, "README.md has no java block starting with `package dev.idemkit.examples;`");
+        assertTrue(
+                at >= 0,
+                "README.md has no java block starting with `package dev.idemkit.examples;`");
         int start = at + "```java\n".length();
         String block = readme.substring(start, readme.indexOf("```", start));
-        String source = Files.readString(Path.of("src/test/java/dev/idemkit/examples/PaymentsClient.java"));
-        assertEquals(source, block, "README.md's web-service block must be PaymentsClient.java verbatim");
+        String source =
+                Files.readString(Path.of("src/test/java/dev/idemkit/examples/PaymentsClient.java"));
+        assertEquals(
+                source,
+                block,
+                "README.md's web-service block must be PaymentsClient.java verbatim");
 
         try (WebServiceTestServer api = new WebServiceTestServer()) {
             api.script(WebServiceReadmeTest::payments);
@@ -41,18 +47,26 @@ class WebServiceReadmeTest {
             } finally {
                 System.setOut(original);
             }
-            assertEquals("ch_1 201, replayed: true, same key: true\n"
-                    + "ch_1 succeeded\n"
-                    + "{\"refund\":\"re_1\"} true\n"
-                    + "declined: 402\n"
-                    + "remembered: dev.idemkit.WebServiceException\n", out.toString(StandardCharsets.UTF_8));
+            assertEquals(
+                    "ch_1 201, replayed: true, same key: true\n"
+                            + "ch_1 succeeded\n"
+                            + "{\"refund\":\"re_1\"} true\n"
+                            + "declined: 402\n"
+                            + "remembered: dev.idemkit.WebServiceException\n",
+                    out.toString(StandardCharsets.UTF_8));
 
             List<Recorded> requests = api.requests();
-            assertEquals(List.of("POST /v1/charges", "GET /v1/charges/ch_1", "POST /v1/charges/ch_1/refunds",
-                    "POST /v1/charges"), requests.stream().map(r -> r.method + " " + r.rawPath).toList());
+            assertEquals(
+                    List.of(
+                            "POST /v1/charges",
+                            "GET /v1/charges/ch_1",
+                            "POST /v1/charges/ch_1/refunds",
+                            "POST /v1/charges"),
+                    requests.stream().map(r -> r.method + " " + r.rawPath).toList());
             for (Recorded r : requests) {
                 assertEquals("Bearer sk_test_123", r.single("Authorization"));
-                assertEquals(r.method.equals("GET"), r.single("Idempotency-Key") == null, r.toString());
+                assertEquals(
+                        r.method.equals("GET"), r.single("Idempotency-Key") == null, r.toString());
             }
         }
     }
@@ -60,8 +74,11 @@ class WebServiceReadmeTest {
     /** A fake payments API: charges up to 1,000,000 succeed, larger ones are declined. */
     private static Reply payments(Recorded r) {
         if (r.method.equals("POST") && r.rawPath.equals("/v1/charges")) {
-            return r.body.contains("99999999") ? Reply.json(402, "{\"error\":\"card_declined\"}")
-                    : Reply.json(201, "{\"id\":\"ch_1\",\"amount\":1200,\"status\":\"succeeded\",\"livemode\":false}");
+            return r.body.contains("99999999")
+                    ? Reply.json(402, "{\"error\":\"card_declined\"}")
+                    : Reply.json(
+                            201,
+                            "{\"id\":\"ch_1\",\"amount\":1200,\"status\":\"succeeded\",\"livemode\":false}");
         }
         if (r.method.equals("GET") && r.rawPath.equals("/v1/charges/ch_1")) {
             return Reply.json(200, "{\"id\":\"ch_1\",\"amount\":1200,\"status\":\"succeeded\"}");

@@ -31,7 +31,13 @@ final class WebServiceTestServer implements AutoCloseable {
         final Map<String, List<String>> headers;
         final String body;
 
-        Recorded(int seq, String method, String rawPath, String rawQuery, Map<String, List<String>> headers, String body) {
+        Recorded(
+                int seq,
+                String method,
+                String rawPath,
+                String rawQuery,
+                Map<String, List<String>> headers,
+                String body) {
             this.seq = seq;
             this.method = method;
             this.rawPath = rawPath;
@@ -56,8 +62,17 @@ final class WebServiceTestServer implements AutoCloseable {
 
         @Override
         public String toString() {
-            return "#" + seq + " " + method + " " + rawPath + (rawQuery == null ? "" : "?" + rawQuery) + " " + headers
-                    + " " + body;
+            return "#"
+                    + seq
+                    + " "
+                    + method
+                    + " "
+                    + rawPath
+                    + (rawQuery == null ? "" : "?" + rawQuery)
+                    + " "
+                    + headers
+                    + " "
+                    + body;
         }
     }
 
@@ -101,11 +116,13 @@ final class WebServiceTestServer implements AutoCloseable {
     }
 
     private final HttpServer server;
-    private final ExecutorService threads = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "web-service-test-server");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ExecutorService threads =
+            Executors.newCachedThreadPool(
+                    r -> {
+                        Thread t = new Thread(r, "web-service-test-server");
+                        t.setDaemon(true);
+                        return t;
+                    });
     private final List<Recorded> requests = new CopyOnWriteArrayList<>();
     private volatile Script script = r -> Reply.json(200, "{\"seq\":" + r.seq + "}");
 
@@ -132,7 +149,8 @@ final class WebServiceTestServer implements AutoCloseable {
     Recorded only() {
         List<Recorded> all = requests();
         if (all.size() != 1) {
-            throw new AssertionError("expected exactly one request, got " + all.size() + ": " + all);
+            throw new AssertionError(
+                    "expected exactly one request, got " + all.size() + ": " + all);
         }
         return all.get(0);
     }
@@ -143,12 +161,21 @@ final class WebServiceTestServer implements AutoCloseable {
 
     private void handle(HttpExchange exchange) throws IOException {
         Map<String, List<String>> headers = new TreeMap<>();
-        exchange.getRequestHeaders().forEach((name, values) -> headers.put(name.toLowerCase(Locale.ROOT), List.copyOf(values)));
+        exchange.getRequestHeaders()
+                .forEach(
+                        (name, values) ->
+                                headers.put(name.toLowerCase(Locale.ROOT), List.copyOf(values)));
         String body = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
         Recorded request;
         synchronized (requests) {
-            request = new Recorded(requests.size() + 1, exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(),
-                    exchange.getRequestURI().getRawQuery(), headers, body);
+            request =
+                    new Recorded(
+                            requests.size() + 1,
+                            exchange.getRequestMethod(),
+                            exchange.getRequestURI().getRawPath(),
+                            exchange.getRequestURI().getRawQuery(),
+                            headers,
+                            body);
             requests.add(request);
         }
         Reply reply = script.reply(request);

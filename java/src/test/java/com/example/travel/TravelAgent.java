@@ -17,18 +17,25 @@ public class TravelAgent {
     /** Tools a model can call. The class's policy applies to every tool without its own. */
     @Idempotent(ttlSeconds = 86_400)
     public static class TravelTools {
-        @Tool(name = "book_flight", description = "Books a seat", idempotencyHint = IdempotencyHint.REQUIRED)
-        @Idempotent(keyArguments = {"flight", "passenger"}, cacheFailures = true)
-        public String bookFlight(@ToolParam(name = "flight", description = "Flight number") String flight,
-                                 @ToolParam(name = "passenger") String passenger,
-                                 @ToolParam(name = "note") String note,
-                                 IdempotencyContext context) {
+        @Tool(
+                name = "book_flight",
+                description = "Books a seat",
+                idempotencyHint = IdempotencyHint.REQUIRED)
+        @Idempotent(
+                keyArguments = {"flight", "passenger"},
+                cacheFailures = true)
+        public String bookFlight(
+                @ToolParam(name = "flight", description = "Flight number") String flight,
+                @ToolParam(name = "passenger") String passenger,
+                @ToolParam(name = "note") String note,
+                IdempotencyContext context) {
             // context.key() is the 64-hex key: send it upstream as an Idempotency-Key header.
             return "BK-" + flight + "-" + context.key().substring(0, 8);
         }
 
         @Tool(name = "send_email", timeoutMs = 10_000)
-        public String sendEmail(@ToolParam(name = "to") String to, @ToolParam(name = "subject") String subject) {
+        public String sendEmail(
+                @ToolParam(name = "to") String to, @ToolParam(name = "subject") String subject) {
             return "sent to " + to;
         }
     }
@@ -42,28 +49,41 @@ public class TravelAgent {
 
         @Tool(name = "create_issue")
         @Idempotent(strategy = KeyStrategy.EXPLICIT, onCacheHit = RetryBehavior.FAIL_FAST)
-        public int createIssue(@ToolParam(name = "title") String title, @ToolParam(name = "body") String body) {
+        public int createIssue(
+                @ToolParam(name = "title") String title, @ToolParam(name = "body") String body) {
             return 4711;
         }
     }
 
     public static void main(String[] args) {
         try (InMemoryIdempotencyStore store = new InMemoryIdempotencyStore()) {
-            ToolDispatcher tools = ToolDispatcher.builder()
-                    .tools(new TravelTools(), new IssueTools())
-                    .store(store)
-                    .tenant("acme")
-                    .run("trip-42")
-                    .build();
+            ToolDispatcher tools =
+                    ToolDispatcher.builder()
+                            .tools(new TravelTools(), new IssueTools())
+                            .store(store)
+                            .tenant("acme")
+                            .run("trip-42")
+                            .build();
 
-            // What a model sends is JSON text; a retry (here with another note) gets the first result.
-            String first = tools.call("book_flight", "{\"flight\":\"BA117\",\"passenger\":\"Ana\",\"note\":\"window\"}",
-                    String.class);
-            String retry = tools.call("book_flight", Map.of("flight", "BA117", "passenger", "Ana", "note", "aisle"),
-                    String.class);
+            // What a model sends is JSON text; a retry (here with another note) gets the first
+            // result.
+            String first =
+                    tools.call(
+                            "book_flight",
+                            "{\"flight\":\"BA117\",\"passenger\":\"Ana\",\"note\":\"window\"}",
+                            String.class);
+            String retry =
+                    tools.call(
+                            "book_flight",
+                            Map.of("flight", "BA117", "passenger", "Ana", "note", "aisle"),
+                            String.class);
             System.out.println(first.equals(retry)); // true: booked once
 
-            int issue = tools.call("create_issue", Map.of("title", "Fix login", "body", "..."), Integer.class);
+            int issue =
+                    tools.call(
+                            "create_issue",
+                            Map.of("title", "Fix login", "body", "..."),
+                            Integer.class);
             try {
                 tools.call("create_issue", Map.of("title", "Fix login", "body", "again"));
             } catch (FailFastException repeat) {
@@ -71,7 +91,8 @@ public class TravelAgent {
             }
 
             // Another tenant is another key space.
-            tools.withTenant("globex").call("send_email", Map.of("to", "bo@example.com", "subject", "Hi"));
+            tools.withTenant("globex")
+                    .call("send_email", Map.of("to", "bo@example.com", "subject", "Hi"));
         }
     }
 }

@@ -33,14 +33,22 @@ public final class AgentDemo {
         final AtomicInteger orders = new AtomicInteger();
         final AtomicInteger slowBookings = new AtomicInteger();
 
-        @Tool(name = "book_flight", description = "Books a seat on a flight", idempotencyHint = IdempotencyHint.REQUIRED)
+        @Tool(
+                name = "book_flight",
+                description = "Books a seat on a flight",
+                idempotencyHint = IdempotencyHint.REQUIRED)
         @Idempotent(keyArguments = {"flight", "passenger"})
-        public String bookFlight(@ToolParam(name = "flight") String flight, @ToolParam(name = "passenger") String passenger,
+        public String bookFlight(
+                @ToolParam(name = "flight") String flight,
+                @ToolParam(name = "passenger") String passenger,
                 @ToolParam(name = "note") String note) {
             return "BK-" + flight + "-" + bookings.incrementAndGet();
         }
 
-        @Tool(name = "book_hotel", description = "Books a hotel room (slow upstream)", timeoutMs = 300)
+        @Tool(
+                name = "book_hotel",
+                description = "Books a hotel room (slow upstream)",
+                timeoutMs = 300)
         @Idempotent(leaseSeconds = 30)
         public String bookHotel(String hotel, String nights) throws InterruptedException {
             int n = slowBookings.incrementAndGet();
@@ -50,7 +58,8 @@ public final class AgentDemo {
 
         @Tool(name = "send_email", description = "Sends an email")
         @Idempotent
-        public String sendEmail(String to, String subject, IdempotencyContext context) throws InterruptedException {
+        public String sendEmail(String to, String subject, IdempotencyContext context)
+                throws InterruptedException {
             emails.incrementAndGet();
             Thread.sleep(50);
             // The key can travel upstream as an Idempotency-Key header.
@@ -80,10 +89,10 @@ public final class AgentDemo {
         }
     }
 
-    private AgentDemo() {
-    }
+    private AgentDemo() {}
 
-    private static String attempt(ToolDispatcher dispatcher, String tool, Map<String, Object> input) {
+    private static String attempt(
+            ToolDispatcher dispatcher, String tool, Map<String, Object> input) {
         try {
             return "got " + dispatcher.call(tool, input);
         } catch (IdempotencyException e) {
@@ -103,17 +112,42 @@ public final class AgentDemo {
     public static void main(String[] args) throws Exception {
         TravelTools tools = new TravelTools();
         try (InMemoryIdempotencyStore store = new InMemoryIdempotencyStore()) {
-            ToolDispatcher agent = ToolDispatcher.builder().tools(tools).store(store).tenant("acme").run("trip-42").build();
-            System.out.println("idemkit agent demo (store: " + store.describe() + ", tenant acme, run trip-42)");
+            ToolDispatcher agent =
+                    ToolDispatcher.builder()
+                            .tools(tools)
+                            .store(store)
+                            .tenant("acme")
+                            .run("trip-42")
+                            .build();
+            System.out.println(
+                    "idemkit agent demo (store: "
+                            + store.describe()
+                            + ", tenant acme, run trip-42)");
             System.out.println();
 
-            // 1. The model re-asks for the same booking (its note differs, but the key arguments don't).
+            // 1. The model re-asks for the same booking (its note differs, but the key arguments
+            // don't).
             List<String> answers = new ArrayList<>();
-            answers.add(attempt(agent, "book_flight", Map.of("flight", "BA117", "passenger", "Ana", "note", "window")));
-            answers.add(attempt(agent, "book_flight", Map.of("flight", "BA117", "passenger", "Ana", "note", "window please!")));
+            answers.add(
+                    attempt(
+                            agent,
+                            "book_flight",
+                            Map.of("flight", "BA117", "passenger", "Ana", "note", "window")));
+            answers.add(
+                    attempt(
+                            agent,
+                            "book_flight",
+                            Map.of(
+                                    "flight",
+                                    "BA117",
+                                    "passenger",
+                                    "Ana",
+                                    "note",
+                                    "window please!")));
             show("1. retried booking", tools.bookings.get(), answers);
 
-            // 2. The call times out at the caller; the caller retries and gets the remembered result.
+            // 2. The call times out at the caller; the caller retries and gets the remembered
+            // result.
             answers = new ArrayList<>();
             answers.add(attempt(agent, "book_hotel", Map.of("hotel", "Ritz", "nights", "2")));
             answers.add(attempt(agent, "book_hotel", Map.of("hotel", "Ritz", "nights", "2")));
@@ -125,10 +159,19 @@ public final class AgentDemo {
             ExecutorService pool = Executors.newFixedThreadPool(workers);
             List<Future<String>> sent = new ArrayList<>();
             for (int i = 0; i < workers; i++) {
-                sent.add(pool.submit(() -> {
-                    start.await();
-                    return attempt(agent, "send_email", Map.of("to", "ana@example.com", "subject", "Your trip"));
-                }));
+                sent.add(
+                        pool.submit(
+                                () -> {
+                                    start.await();
+                                    return attempt(
+                                            agent,
+                                            "send_email",
+                                            Map.of(
+                                                    "to",
+                                                    "ana@example.com",
+                                                    "subject",
+                                                    "Your trip"));
+                                }));
             }
             answers = new ArrayList<>();
             for (Future<String> f : sent) {
@@ -143,8 +186,11 @@ public final class AgentDemo {
             try {
                 agent.call("charge_card", Map.of("card", "4242", "cents", 129900));
             } catch (CachedFailureException e) {
-                answers.add("got CachedFailureException: originally " + e.originalType().replace('$', '.')
-                        + ": " + e.originalMessage());
+                answers.add(
+                        "got CachedFailureException: originally "
+                                + e.originalType().replace('$', '.')
+                                + ": "
+                                + e.originalMessage());
             }
             show("4. cached failure", tools.charges.get(), answers);
 
@@ -154,7 +200,9 @@ public final class AgentDemo {
             try {
                 agent.call("place_order", Map.of("sku", "TENT-2", "quantity", 1));
             } catch (FailFastException e) {
-                answers.add("got FailFastException: " + e.getMessage().substring(0, e.getMessage().indexOf(" under")));
+                answers.add(
+                        "got FailFastException: "
+                                + e.getMessage().substring(0, e.getMessage().indexOf(" under")));
             }
             show("5. FAIL_FAST repeat", tools.orders.get(), answers);
 

@@ -26,28 +26,40 @@ public class PaymentsClient {
     /** The API's actions. The methods are declarations: idemkit builds and sends the requests. */
     @Idempotent(ttlSeconds = 86_400)
     public static class PaymentsApi implements IdempotencyKeySupplier {
-        // POST {baseUri}/v1/charges, body {"order":..,"amount":..,"note":..}, Idempotency-Key: <64-hex key>.
-        // The key hashes order and amount only; a declined charge (4xx) is remembered too. (A method's
+        // POST {baseUri}/v1/charges, body {"order":..,"amount":..,"note":..}, Idempotency-Key:
+        // <64-hex key>.
+        // The key hashes order and amount only; a declined charge (4xx) is remembered too. (A
+        // method's
         // @Idempotent replaces its class's entirely, so ttlSeconds is repeated.)
         @WebService(name = "create_charge", endpoint = "/v1/charges", timeoutMs = 10_000)
-        @Idempotent(ttlSeconds = 86_400, keyArguments = {"order", "amount"}, cacheFailures = true)
-        public Charge createCharge(@ToolParam(name = "order") String order,
-                                   @ToolParam(name = "amount") long amount,
-                                   @ToolParam(name = "note") String note) {
+        @Idempotent(
+                ttlSeconds = 86_400,
+                keyArguments = {"order", "amount"},
+                cacheFailures = true)
+        public Charge createCharge(
+                @ToolParam(name = "order") String order,
+                @ToolParam(name = "amount") long amount,
+                @ToolParam(name = "note") String note) {
             return null;
         }
 
-        // GET {baseUri}/v1/charges/ch_1: no header; a remembered answer is served without a request.
-        @WebService(name = "get_charge", endpoint = "/v1/charges/{id}", method = HttpMethod.GET,
-                    paramType = ParamType.PATH)
+        // GET {baseUri}/v1/charges/ch_1: no header; a remembered answer is served without a
+        // request.
+        @WebService(
+                name = "get_charge",
+                endpoint = "/v1/charges/{id}",
+                method = HttpMethod.GET,
+                paramType = ParamType.PATH)
         public Charge getCharge(@ToolParam(name = "id") String id) {
             return null;
         }
 
-        // POST {baseUri}/v1/charges/ch_1/refunds: the key is the one this class supplies (one refund per charge).
+        // POST {baseUri}/v1/charges/ch_1/refunds: the key is the one this class supplies (one
+        // refund per charge).
         @WebService(name = "refund", endpoint = "/v1/charges/{id}/refunds")
         @Idempotent(strategy = KeyStrategy.EXPLICIT)
-        public String refund(@ToolParam(name = "id") String id, @ToolParam(name = "reason") String reason) {
+        public String refund(
+                @ToolParam(name = "id") String id, @ToolParam(name = "reason") String reason) {
             return null; // String: the raw response body
         }
 
@@ -60,28 +72,47 @@ public class PaymentsClient {
     public static void main(String[] args) {
         String api = args.length > 0 ? args[0] : "https://payments.example.com";
         try (InMemoryIdempotencyStore store = new InMemoryIdempotencyStore()) {
-            WebServiceExecutor payments = WebServiceExecutor.builder()
-                    .roles(new PaymentsApi())
-                    .store(store)                          // the same store as your ToolDispatcher
-                    .baseUri(api)
-                    .header("Authorization", "Bearer sk_test_123")
-                    .retry(3, Duration.ofMillis(200))      // 5xx and transport errors, under the same key
-                    .tenant("acme")
-                    .build();
+            WebServiceExecutor payments =
+                    WebServiceExecutor.builder()
+                            .roles(new PaymentsApi())
+                            .store(store) // the same store as your ToolDispatcher
+                            .baseUri(api)
+                            .header("Authorization", "Bearer sk_test_123")
+                            .retry(
+                                    3,
+                                    Duration.ofMillis(
+                                            200)) // 5xx and transport errors, under the same key
+                            .tenant("acme")
+                            .build();
 
             // What a model sends, then its retry with another note: the same charge, one request.
-            WebServiceResponse<Charge> first = payments.invokeForResponse("create_charge",
-                    "{\"order\":\"A-17\",\"amount\":1200,\"note\":\"first\"}", Charge.class);
-            WebServiceResponse<Charge> retry = payments.invokeForResponse("create_charge",
-                    Map.of("order", "A-17", "amount", 1200, "note", "retry"), Charge.class);
-            System.out.println(first.value().id + " " + first.status().getAsInt() + ", replayed: " + retry.replayed()
-                    + ", same key: " + first.key().equals(first.context().orElseThrow().key()));
+            WebServiceResponse<Charge> first =
+                    payments.invokeForResponse(
+                            "create_charge",
+                            "{\"order\":\"A-17\",\"amount\":1200,\"note\":\"first\"}",
+                            Charge.class);
+            WebServiceResponse<Charge> retry =
+                    payments.invokeForResponse(
+                            "create_charge",
+                            Map.of("order", "A-17", "amount", 1200, "note", "retry"),
+                            Charge.class);
+            System.out.println(
+                    first.value().id
+                            + " "
+                            + first.status().getAsInt()
+                            + ", replayed: "
+                            + retry.replayed()
+                            + ", same key: "
+                            + first.key().equals(first.context().orElseThrow().key()));
 
-            Charge charge = payments.invoke("get_charge", Map.of("id", first.value().id), Charge.class);
+            Charge charge =
+                    payments.invoke("get_charge", Map.of("id", first.value().id), Charge.class);
             System.out.println(charge.id + " " + charge.status);
 
-            Object refund = payments.invoke("refund", Map.of("id", charge.id, "reason", "duplicate"));
-            Object again = payments.invoke("refund", Map.of("id", charge.id, "reason", "asked twice"));
+            Object refund =
+                    payments.invoke("refund", Map.of("id", charge.id, "reason", "duplicate"));
+            Object again =
+                    payments.invoke("refund", Map.of("id", charge.id, "reason", "asked twice"));
             System.out.println(refund + " " + refund.equals(again));
 
             // A declined card is a WebServiceException; with cacheFailures a repeat sends nothing.
