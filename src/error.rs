@@ -112,12 +112,15 @@ pub enum Error {
         key: String,
         waited_ms: u64,
     },
-    #[error("`{tool}` has an indeterminate outcome under key {key}: a call claimed it and its lease ended without an outcome, so the effect may or may not have happened; nothing was run. Resolve the record (idemkit resolve --key {key}{}) or wait for it to expire", tenant_flag(.tenant.as_deref()))]
+    #[error("`{tool}` has an indeterminate outcome under key {key}: {}, so the effect may or may not have happened; nothing was run. Resolve the record (idemkit resolve --key {key}{}) or wait for it to expire", indeterminate_cause(.held.as_deref()), tenant_flag(.tenant.as_deref()))]
     Indeterminate {
         tool: String,
         key: String,
         /// The call's tenant (records are tenant-scoped, so the operator command names it).
         tenant: Option<String>,
+        /// For an `EFFECTFUL` tool whose body failed: the failure that was held (SPEC v1.1
+        /// rule 7). `None`: a claim whose lease ended without an outcome.
+        held: Option<Box<crate::record::Failure>>,
     },
     #[error("idempotency store unavailable for `{tool}`: {message}; nothing was run")]
     StoreUnavailable { tool: String, message: String },
@@ -146,6 +149,17 @@ pub enum Error {
     },
     #[error("internal error in idemkit: {0}")]
     Internal(String),
+}
+
+/// Why an outcome is indeterminate, for [`Error::Indeterminate`]'s message.
+fn indeterminate_cause(held: Option<&crate::record::Failure>) -> String {
+    match held {
+        None => "a call claimed it and its lease ended without an outcome".to_owned(),
+        Some(f) => format!(
+            "its body failed with {}: {} and the tool is EFFECTFUL, so the failure is held",
+            f.error_type, f.message
+        ),
+    }
 }
 
 impl Error {

@@ -19,7 +19,8 @@ pub enum EventKind {
     WaitTimedOut = 3,
     /// `FAIL_FAST` refused a repeat.
     FailedFast = 4,
-    /// An abandoned claim was found: the outcome is unknown.
+    /// The outcome is unknown: an abandoned claim was found, or an `EFFECTFUL` body failed and
+    /// its failure is held (SPEC v1.1 rule 7).
     Indeterminate = 5,
     /// A failed body's claim was released so that a retry runs again.
     Released = 6,
@@ -27,10 +28,13 @@ pub enum EventKind {
     StoreError = 7,
     /// A succeeded body's outcome could not be recorded; the claim will become abandoned.
     RecordFailed = 8,
+    /// A failed call is run again after a pause, under the same key, by its retry policy
+    /// (SPEC v1.1 rule 8).
+    Retried = 9,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 9] = [
+    pub const ALL: [EventKind; 10] = [
         EventKind::Acquired,
         EventKind::Deduplicated,
         EventKind::Waited,
@@ -40,6 +44,7 @@ impl EventKind {
         EventKind::Released,
         EventKind::StoreError,
         EventKind::RecordFailed,
+        EventKind::Retried,
     ];
 
     /// The SPEC name (`acquired`, `wait_timed_out`, ...).
@@ -54,6 +59,7 @@ impl EventKind {
             EventKind::Released => "released",
             EventKind::StoreError => "store_error",
             EventKind::RecordFailed => "record_failed",
+            EventKind::Retried => "retried",
         }
     }
 }
@@ -77,7 +83,7 @@ pub type Listener = Arc<dyn Fn(&Event<'_>) + Send + Sync>;
 /// on different keys never contend on a shared counter.
 #[repr(align(128))]
 #[derive(Default)]
-struct Stripe([AtomicU64; 9]);
+struct Stripe([AtomicU64; EventKind::ALL.len()]);
 
 const STRIPES: usize = 8;
 

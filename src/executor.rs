@@ -18,7 +18,9 @@ use serde::Serialize;
 use crate::error::{Error, StoreError};
 use crate::events::{Event, EventKind, Events};
 use crate::key::{derive_key, CanonicalValue, Key, KeyError, KeyInput, KeyScope};
-use crate::policy::{KeyStrategy, RetryBehavior, Tool};
+use crate::policy::{
+    Effect, FailureClass, FailureSettlement, KeyStrategy, RetryBehavior, RetryPolicy, Tool,
+};
 use crate::record::{Failure, Outcome, Record, Token};
 use crate::store::{Claim, ClaimReply, ClaimRequest, Completion, RecordId, Store};
 
@@ -83,8 +85,12 @@ pub enum Recording {
     /// so the claim stays in progress and reads as abandoned once its lease ends
     /// (SPEC v1.1 rule 3).
     LeftInProgress,
-    /// Nothing to record (`UUID`, `NONE`).
+    /// Nothing to record (`UUID`, `NONE`, or a `READ_ONLY` effect).
     Unprotected,
+    /// An `EFFECTFUL` body's failure is held: recorded as an indeterminate outcome, so that this
+    /// caller and every repeat get the indeterminate error until an operator resolves it
+    /// (SPEC v1.1 rule 7).
+    Held,
     /// Not settled when the call returned. Either settling gave up (reported as `record_failed`,
     /// or `store_error` for a release; the claim will become abandoned), or, after a store error,
     /// it goes on in the background until the lease ends (the detail says so, and the event
@@ -97,8 +103,20 @@ pub enum Recording {
 pub enum BodyReport<'a> {
     /// It returned this result (one JSON value, as text).
     Succeeded(&'a str),
-    /// It failed with this error.
+    /// It failed with this error (classified by its type name alone).
     Failed(&'a Failure),
+    /// It failed with this error, and the face knows more: every type name the error answers to
+    /// (most specific first; matched against the policy's `no_effect_errors`,
+    /// `permanent_errors` and a retry policy's `retry_on`), and its class when the face was told
+    /// it (a Rust classifier, a C caller's report).
+    FailedAs {
+        /// The error's type and message, as recorded.
+        failure: &'a Failure,
+        /// Every type name the error answers to.
+        types: &'a [String],
+        /// What the face knows about the failure's effect.
+        class: Option<FailureClass>,
+    },
     /// It returned a result the face could not write as JSON; this failure describes it. Settled
     /// like a failure of the body (SPEC v1.1 rule 6), never left to become abandoned.
     Unencodable(&'a Failure),
@@ -117,8 +135,13 @@ pub enum Answer {
     /// [`BodyReport::Cancelled`], the face's reason for not running it or cutting it short).
     Body,
     /// This error instead: the body was still running at the caller's deadline
-    /// ([`Error::Timeout`], which says what became of its outcome).
+    /// ([`Error::Timeout`], which says what became of its outcome), or its failure is held
+    /// ([`Error::Indeterminate`]; the body's own error is its cause).
     Error(Error),
+    /// Not yet: the failure may be retried (SPEC v1.1 rule 8). Pause this long, then
+    /// [`Executor::advance`] the same attempt again (same key, same deadline) and run the body
+    /// again if told to.
+    Retry(Duration),
 }
 
 /// The result of [`Executor::report`].
@@ -182,6 +205,10 @@ pub struct Attempt<T: Borrow<Tool> = Tool> {
     waited: bool,
     polls: u32,
     phase: Phase,
+    /// How failures of this call are retried, if at all.
+    retry: Option<Arc<RetryPolicy>>,
+    /// Runs started so far.
+    runs: u32,
 }
 
 impl<T: Borrow<Tool>> Attempt<T> {
@@ -216,6 +243,17 @@ impl<T: Borrow<Tool>> Attempt<T> {
         self.deadline
     }
 
+    /// Retries this call's failures by `retry` (SPEC v1.1 rule 8), instead of the executor's
+    /// default; `None`: no retries.
+    pub fn set_retry(&mut self, retry: Option<RetryPolicy>) {
+        self.retry = retry.map(Arc::new);
+    }
+
+    /// How many times the body has been started (0 before the first run).
+    pub fn runs(&self) -> u32 {
+        self.runs
+    }
+
     /// What the body may know of its call.
     pub fn info(&self) -> CallInfo {
         CallInfo {
@@ -232,15 +270,73 @@ pub enum CallError<E> {
     Idempotency(#[from] Error),
     #[error("{0}")]
     Body(E),
+    /// An `EFFECTFUL` body failed and its failure is held (SPEC v1.1 rule 7): `error` is the
+    /// indeterminate error naming tool and key, `cause` the body's own error.
+    #[error("{error}")]
+    Held {
+        /// The indeterminate error ([`Error::Indeterminate`]).
+        error: Error,
+        /// The body's error.
+        cause: E,
+    },
 }
 
 impl<E> CallError<E> {
-    /// idemkit's error, if it is one.
+    /// idemkit's error, if it is one (for [`CallError::Held`], the indeterminate error).
     pub fn idempotency(&self) -> Option<&Error> {
         match self {
-            CallError::Idempotency(e) => Some(e),
+            CallError::Idempotency(e) | CallError::Held { error: e, .. } => Some(e),
             CallError::Body(_) => None,
         }
+    }
+}
+
+/// A classifier of a Rust body's errors (see [`CallOptions::classify`]).
+type Classifier<'a, E> = dyn Fn(&E) -> Option<FailureClass> + Send + Sync + 'a;
+
+/// Options of one call through [`Executor::call_with`].
+pub struct CallOptions<'a, E> {
+    retry: Option<RetryPolicy>,
+    classify: Option<Box<Classifier<'a, E>>>,
+}
+
+impl<E> Default for CallOptions<'_, E> {
+    fn default() -> Self {
+        CallOptions {
+            retry: None,
+            classify: None,
+        }
+    }
+}
+
+impl<E> std::fmt::Debug for CallOptions<'_, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("retry", &self.retry)
+            .field("classify", &self.classify.is_some())
+            .finish()
+    }
+}
+
+impl<'a, E> CallOptions<'a, E> {
+    /// No retries beyond the executor's default, no classifier.
+    pub fn new() -> Self {
+        CallOptions::default()
+    }
+
+    /// Retries this call's failures by `retry` (SPEC v1.1 rule 8), instead of the executor's
+    /// default.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// Says what a body error is known to be: [`FailureClass::NoEffect`] (released, may be
+    /// retried) or [`FailureClass::Permanent`] (recorded); `None` leaves it to the policy's
+    /// lists and effect (SPEC v1.1 rule 7).
+    pub fn classify(mut self, f: impl Fn(&E) -> Option<FailureClass> + Send + Sync + 'a) -> Self {
+        self.classify = Some(Box::new(f));
+        self
     }
 }
 
@@ -251,6 +347,7 @@ impl<E> CallError<E> {
 pub struct Executor {
     store: Arc<dyn Store>,
     events: Arc<Events>,
+    retry: Option<Arc<RetryPolicy>>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -267,7 +364,17 @@ impl Executor {
         Executor {
             store,
             events: Arc::new(Events::default()),
+            retry: None,
         }
+    }
+
+    /// Retries failed calls by `retry` (SPEC v1.1 rule 8): every attempt this executor prepares
+    /// and every [`Executor::call_with`] without a retry of its own. [`Executor::call`] runs its
+    /// body once (it takes an `FnOnce`). Refused if `retry` is not valid.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Result<Executor, Error> {
+        retry.validate()?;
+        self.retry = Some(Arc::new(retry));
+        Ok(self)
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -284,7 +391,10 @@ impl Executor {
     /// `input` is the call's input (`KeyInput::Json`/`Value`/`Canonical`) for `HASH_INPUT`, the
     /// supplied key (`KeyInput::Explicit`) for `EXPLICIT`, and is ignored for `UUID` and `NONE`.
     /// A remembered result comes back deserialised as `T`; a body error comes back unchanged
-    /// as [`CallError::Body`] (and is remembered, by type name and message, with `cache_failures`).
+    /// as [`CallError::Body`] (and is remembered, by type name and message, with `cache_failures`),
+    /// or as [`CallError::Held`] when the tool is `EFFECTFUL` and its failure is held.
+    ///
+    /// The body runs at most once here (it is an `FnOnce`); [`Executor::call_with`] retries.
     pub async fn call<T, E, F, Fut>(
         &self,
         tool: &Tool,
@@ -299,69 +409,146 @@ impl Executor {
         Fut: Future<Output = Result<T, E>>,
     {
         let mut attempt = self.prepare_with(tool, context, input)?;
+        attempt.retry = None;
         match self.advance(&mut attempt, None).await? {
-            Step::Replay(json) => serde_json::from_str(&json).map_err(|e| {
-                CallError::Idempotency(Error::Internal(format!(
-                    "the remembered result of `{}` does not read back as {}: {e}",
-                    tool.name(),
-                    std::any::type_name::<T>()
-                )))
-            }),
+            Step::Replay(json) => replayed(tool, &json),
             Step::Pending => unreachable!("advance without a budget never answers Pending"),
             Step::Run => {
                 let body = body(attempt.info());
-                let result = match attempt.deadline {
-                    None => body.await,
-                    Some(deadline) => match tokio::time::timeout_at(deadline.into(), body).await {
-                        Ok(result) => result,
-                        Err(_) => {
-                            // The body future is dropped here: a cancellation (SPEC v1.1 rule 3).
-                            return match self.report(&mut attempt, BodyReport::Cancelled).await {
-                                Reported {
-                                    answer: Answer::Error(error),
-                                    ..
-                                } => Err(CallError::Idempotency(error)),
-                                Reported { .. } => Err(CallError::Idempotency(
-                                    self.timed_out(&attempt, &Recording::LeftInProgress),
-                                )),
-                            };
-                        }
-                    },
-                };
-                match result {
-                    Ok(value) => match serde_json::to_string(&value) {
-                        Ok(json) => {
-                            let reported = self.report(&mut attempt, BodyReport::Succeeded(&json));
-                            match reported.await.answer {
-                                Answer::Body => Ok(value),
-                                Answer::Error(error) => Err(CallError::Idempotency(error)),
-                            }
-                        }
-                        Err(e) => {
-                            let error = Error::Internal(format!(
-                                "the result of `{}` does not serialise as JSON ({e}), so it was not recorded and the call counts as failed",
-                                tool.name()
-                            ));
-                            let failure = Failure::new("Unencodable", error.to_string());
-                            let reported =
-                                self.report(&mut attempt, BodyReport::Unencodable(&failure));
-                            match reported.await.answer {
-                                Answer::Body => Err(CallError::Idempotency(error)),
-                                Answer::Error(timeout) => Err(CallError::Idempotency(timeout)),
-                            }
-                        }
-                    },
-                    Err(error) => {
-                        let failure = Failure::new(short_type_name::<E>(), error.to_string());
-                        match self
-                            .report(&mut attempt, BodyReport::Failed(&failure))
-                            .await
-                            .answer
-                        {
-                            Answer::Body => Err(CallError::Body(error)),
-                            Answer::Error(timeout) => Err(CallError::Idempotency(timeout)),
-                        }
+                match self.run_body(&mut attempt, body, None).await {
+                    Ran::Done(result) => result,
+                    Ran::Retry(_) => unreachable!("a call without a retry policy is not retried"),
+                }
+            }
+        }
+    }
+
+    /// Like [`Executor::call`], with options: a retry policy (else the executor's, see
+    /// [`Executor::with_retry`]) and a classifier of the body's errors (SPEC v1.1 rules 7, 8).
+    ///
+    /// A failure the rules allow to be retried (`READ_ONLY` and `IDEMPOTENT` failures, and
+    /// failures classified as having had no effect) runs the body again after a capped,
+    /// jittered pause, under the same key and within the tool's one deadline; every retry is a
+    /// `retried` event. The error of the last run is returned.
+    pub async fn call_with<T, E, F, Fut>(
+        &self,
+        tool: &Tool,
+        context: &CallContext,
+        input: KeyInput<'_>,
+        options: CallOptions<'_, E>,
+        mut body: F,
+    ) -> Result<T, CallError<E>>
+    where
+        T: Serialize + DeserializeOwned,
+        E: std::fmt::Display,
+        F: FnMut(CallInfo) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let mut attempt = self.prepare_with(tool, context, input)?;
+        if let Some(retry) = options.retry {
+            retry.validate()?;
+            attempt.retry = Some(Arc::new(retry));
+        }
+        loop {
+            match self.advance(&mut attempt, None).await? {
+                Step::Replay(json) => return replayed(tool, &json),
+                Step::Pending => unreachable!("advance without a budget never answers Pending"),
+                Step::Run => {
+                    let run = body(attempt.info());
+                    match self
+                        .run_body(&mut attempt, run, options.classify.as_deref())
+                        .await
+                    {
+                        Ran::Done(result) => return result,
+                        Ran::Retry(pause) => tokio::time::sleep(pause).await,
                     }
+                }
+            }
+        }
+    }
+
+    /// Runs one started body to its end (or the deadline) and reports what it did.
+    async fn run_body<T, E, Fut>(
+        &self,
+        attempt: &mut Attempt<&Tool>,
+        body: Fut,
+        classify: Option<&Classifier<'_, E>>,
+    ) -> Ran<T, E>
+    where
+        T: Serialize,
+        E: std::fmt::Display,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let tool = attempt.tool;
+        let result = match attempt.deadline {
+            None => body.await,
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), body).await {
+                Ok(result) => result,
+                Err(_) => {
+                    // The body future is dropped here: a cancellation (SPEC v1.1 rule 3).
+                    return Ran::Done(match self.report(attempt, BodyReport::Cancelled).await {
+                        Reported {
+                            answer: Answer::Error(error),
+                            ..
+                        } => Err(CallError::Idempotency(error)),
+                        Reported { .. } => Err(CallError::Idempotency(
+                            self.timed_out(attempt, &Recording::LeftInProgress),
+                        )),
+                    });
+                }
+            },
+        };
+        match result {
+            Ok(value) => Ran::Done(match serde_json::to_string(&value) {
+                Ok(json) => match self
+                    .report(attempt, BodyReport::Succeeded(&json))
+                    .await
+                    .answer
+                {
+                    Answer::Error(error) => Err(CallError::Idempotency(error)),
+                    Answer::Body | Answer::Retry(_) => Ok(value),
+                },
+                Err(e) => {
+                    let error = Error::Internal(format!(
+                        "the result of `{}` does not serialise as JSON ({e}), so it was not recorded and the call counts as failed",
+                        tool.name()
+                    ));
+                    let failure = Failure::new("Unencodable", error.to_string());
+                    match self
+                        .report(attempt, BodyReport::Unencodable(&failure))
+                        .await
+                        .answer
+                    {
+                        Answer::Error(answer) => Err(CallError::Idempotency(answer)),
+                        Answer::Body | Answer::Retry(_) => Err(CallError::Idempotency(error)),
+                    }
+                }
+            }),
+            Err(error) => {
+                let full = std::any::type_name::<E>();
+                let short = short_type_name::<E>();
+                let failure = Failure::new(short.clone(), error.to_string());
+                let types = if short == full {
+                    vec![short]
+                } else {
+                    vec![short, full.to_owned()]
+                };
+                let class = classify.and_then(|c| c(&error));
+                let report = BodyReport::FailedAs {
+                    failure: &failure,
+                    types: &types,
+                    class,
+                };
+                match self.report(attempt, report).await.answer {
+                    Answer::Body => Ran::Done(Err(CallError::Body(error))),
+                    Answer::Retry(pause) => Ran::Retry(pause),
+                    Answer::Error(held @ Error::Indeterminate { .. }) => {
+                        Ran::Done(Err(CallError::Held {
+                            error: held,
+                            cause: error,
+                        }))
+                    }
+                    Answer::Error(timeout) => Ran::Done(Err(CallError::Idempotency(timeout))),
                 }
             }
         }
@@ -451,7 +638,14 @@ impl Executor {
                         source,
                     }
                 })?;
-                (Some(key), None, Phase::Claiming)
+                // A READ_ONLY call still has its key (a body may send it upstream), but claims
+                // nothing (SPEC v1.1 rule 7).
+                let phase = if claims(tool) {
+                    Phase::Claiming
+                } else {
+                    Phase::Unprotected
+                };
+                (Some(key), None, phase)
             }
             KeyStrategy::Uuid | KeyStrategy::None => {
                 crate::key::check_identity(&scope).map_err(|source| Error::InvalidKey {
@@ -480,6 +674,8 @@ impl Executor {
             waited: false,
             polls: 0,
             phase,
+            retry: self.retry.clone(),
+            runs: 0,
         })
     }
 
@@ -493,7 +689,10 @@ impl Executor {
         budget: Option<Duration>,
     ) -> Result<Step, Error> {
         match attempt.phase {
-            Phase::Unprotected => return Ok(Step::Run),
+            Phase::Unprotected => {
+                attempt.runs += 1;
+                return Ok(Step::Run);
+            }
             Phase::Claimed => return Ok(Step::Run),
             Phase::Done => {
                 return Err(Error::Internal(format!(
@@ -507,7 +706,10 @@ impl Executor {
         let result = self.claim_loop(attempt, step_end).await;
         match &result {
             Ok(Step::Pending) => {}
-            Ok(Step::Run) => attempt.phase = Phase::Claimed,
+            Ok(Step::Run) => {
+                attempt.phase = Phase::Claimed;
+                attempt.runs += 1;
+            }
             _ => attempt.phase = Phase::Done,
         }
         result
@@ -595,6 +797,7 @@ impl Executor {
                         tool: tool.name().to_owned(),
                         key: key.hex(),
                         tenant: attempt.tenant.clone(),
+                        held: None,
                     });
                 }
                 Claim::InProgress(record) => {
@@ -647,6 +850,19 @@ impl Executor {
         let tool = attempt.tool().name();
         let key = || record.key.clone();
         let behavior = attempt.tool().policy().on_cache_hit;
+        if let Some(Outcome::Indeterminate(failure)) = record.outcome {
+            // A held failure answers every repeat, under every behaviour (SPEC v1.1 rule 7).
+            if attempt.waited {
+                self.emit(attempt, EventKind::Waited, None);
+            }
+            self.emit(attempt, EventKind::Indeterminate, None);
+            return Err(Error::Indeterminate {
+                tool: tool.to_owned(),
+                key: record.key,
+                tenant: attempt.tenant.clone(),
+                held: Some(Box::new(failure)),
+            });
+        }
         if behavior == RetryBehavior::FailFast {
             self.emit(attempt, EventKind::FailedFast, None);
             return Err(Error::FailFast {
@@ -673,6 +889,7 @@ impl Executor {
                 key: key(),
                 bytes,
             }),
+            Some(Outcome::Indeterminate(_)) => unreachable!("answered above"),
             None => Err(Error::Internal(format!(
                 "completed record of `{tool}` under key {} has no outcome",
                 record.key
@@ -718,24 +935,51 @@ impl Executor {
         self.record(attempt, &outcome).await
     }
 
-    /// Reports a failed body: with `cache_failures` the failure is recorded, otherwise the claim
-    /// is released so that a retry runs again. The caller rethrows the body's error either way.
+    /// Reports a failed body, classified by its type name alone (see [`Executor::fail_as`]).
     pub async fn fail<T: Borrow<Tool>>(
         &self,
         attempt: &mut Attempt<T>,
         failure: &Failure,
+    ) -> Recording {
+        let types = std::slice::from_ref(&failure.error_type);
+        self.fail_as(attempt, failure, types, None).await
+    }
+
+    /// Reports a failed body and settles its claim as [`Policy::settle_failure`] classifies it
+    /// (SPEC v1.1 rule 7): released so that a retry runs, recorded as a failure, or held as an
+    /// indeterminate outcome (an `indeterminate` event). The caller rethrows the body's error,
+    /// or the indeterminate error for a held one ([`Executor::report`] says which).
+    ///
+    /// [`Policy::settle_failure`]: crate::Policy::settle_failure
+    pub async fn fail_as<T: Borrow<Tool>, S: AsRef<str>>(
+        &self,
+        attempt: &mut Attempt<T>,
+        failure: &Failure,
+        types: &[S],
+        class: Option<FailureClass>,
     ) -> Recording {
         if attempt.phase != Phase::Claimed {
             attempt.phase = Phase::Done;
             return Recording::Unprotected;
         }
         attempt.phase = Phase::Done;
-        if attempt.tool().policy().cache_failures {
-            return self
-                .record(attempt, &Outcome::Failure(failure.clone()))
-                .await;
+        match attempt.tool().policy().settle_failure(types, class) {
+            FailureSettlement::Release => self.settle(attempt, Settlement::ReleaseFailed).await,
+            FailureSettlement::Record => {
+                self.record(attempt, &Outcome::Failure(failure.clone()))
+                    .await
+            }
+            FailureSettlement::Hold => {
+                self.emit(attempt, EventKind::Indeterminate, Some(&failure.message));
+                match self
+                    .record(attempt, &Outcome::Indeterminate(failure.clone()))
+                    .await
+                {
+                    Recording::Recorded => Recording::Held,
+                    other => other,
+                }
+            }
         }
-        self.settle(attempt, Settlement::ReleaseFailed).await
     }
 
     /// Releases the claim of a call whose body never ran, so that the next call runs; nothing
@@ -752,32 +996,49 @@ impl Executor {
     }
 
     /// Settles a claimed call by what its body did, and says what the face tells its caller —
-    /// one rule for every face (SPEC v1.1 rules 3 and 6):
+    /// one rule for every face (SPEC v1.1 rules 3, 6, 7 and 8):
     ///
-    /// - [`BodyReport::Succeeded`]: recorded; [`BodyReport::Failed`] and
-    ///   [`BodyReport::Unencodable`]: released, or recorded with `cache_failures`;
-    ///   [`BodyReport::NeverRan`]: released; [`BodyReport::Cancelled`]: left in progress, to
-    ///   become abandoned at the lease end.
+    /// - [`BodyReport::Succeeded`]: recorded. [`BodyReport::Failed`], [`BodyReport::FailedAs`]
+    ///   and [`BodyReport::Unencodable`]: settled as the policy classifies the failure (see
+    ///   [`Executor::fail_as`]): released, recorded, or held. [`BodyReport::NeverRan`]:
+    ///   released. [`BodyReport::Cancelled`]: left in progress, to become abandoned at the
+    ///   lease end.
     /// - A body that ran (or was cancelled) while the caller's deadline passed: the caller gets
     ///   the timeout error, naming what became of the outcome (a late complete is recorded as
-    ///   usual, so a repeat replays it). Otherwise the caller gets the body's own answer.
+    ///   usual, so a repeat replays it).
+    /// - A held failure: the caller gets the indeterminate error, the body's error its cause.
+    /// - A failure the attempt's retry policy may retry: [`Answer::Retry`]; the attempt is ready
+    ///   to be advanced again (a `retried` event).
+    /// - Otherwise the caller gets the body's own answer.
     pub async fn report<T: Borrow<Tool>>(
         &self,
         attempt: &mut Attempt<T>,
         report: BodyReport<'_>,
     ) -> Reported {
         let ran = !matches!(report, BodyReport::NeverRan);
+        let claimed = attempt.phase == Phase::Claimed && attempt.key.is_some();
         let overran = ran
             && matches!(attempt.phase, Phase::Claimed | Phase::Unprotected)
             && attempt.deadline.is_some_and(|d| Instant::now() >= d);
+        let mut failed: Option<(&Failure, &[String], Option<FailureClass>, bool)> = None;
         let recording = match report {
             BodyReport::Succeeded(json) => self.succeed(attempt, json).await,
             BodyReport::Failed(failure) | BodyReport::Unencodable(failure) => {
-                self.fail(attempt, failure).await
+                let types = std::slice::from_ref(&failure.error_type);
+                let retryable = matches!(report, BodyReport::Failed(_));
+                failed = Some((failure, types, None, retryable));
+                self.fail_as(attempt, failure, types, None).await
+            }
+            BodyReport::FailedAs {
+                failure,
+                types,
+                class,
+            } => {
+                failed = Some((failure, types, class, true));
+                self.fail_as(attempt, failure, types, class).await
             }
             BodyReport::NeverRan => self.release_unrun(attempt).await,
             BodyReport::Cancelled => {
-                let claimed = attempt.phase == Phase::Claimed && attempt.key.is_some();
                 attempt.phase = Phase::Done;
                 if claimed {
                     Recording::LeftInProgress
@@ -788,10 +1049,68 @@ impl Executor {
         };
         let answer = if overran {
             Answer::Error(self.timed_out(attempt, &recording))
+        } else if let Some((failure, types, class, retryable)) = failed {
+            let settlement = attempt.tool().policy().settle_failure(types, class);
+            if claimed && settlement == FailureSettlement::Hold {
+                Answer::Error(Error::Indeterminate {
+                    tool: attempt.tool().name().to_owned(),
+                    key: attempt.key_text().unwrap_or_default(),
+                    tenant: attempt.tenant.clone(),
+                    held: Some(Box::new(failure.clone())),
+                })
+            } else if let Some(pause) = retryable
+                .then(|| self.retry_pause(attempt, types, settlement, &recording))
+                .flatten()
+            {
+                self.rearm(attempt);
+                Answer::Retry(pause)
+            } else {
+                Answer::Body
+            }
         } else {
             Answer::Body
         };
         Reported { answer, recording }
+    }
+
+    /// The pause before running a failed call again, if its retry policy allows it (SPEC v1.1
+    /// rule 8): only a failure settled by releasing its claim (or a call that claims nothing),
+    /// of a type the policy retries, with runs left and the pause ending before the deadline.
+    fn retry_pause<T: Borrow<Tool>>(
+        &self,
+        attempt: &Attempt<T>,
+        types: &[String],
+        settlement: FailureSettlement,
+        recording: &Recording,
+    ) -> Option<Duration> {
+        let retry = attempt.retry.as_ref()?;
+        if settlement != FailureSettlement::Release
+            || !matches!(recording, Recording::Released | Recording::Unprotected)
+            || attempt.runs >= retry.max_attempts
+            || !retry.covers(types)
+        {
+            return None;
+        }
+        let pause = retry.pause(attempt.runs.saturating_sub(1));
+        match attempt.deadline {
+            Some(deadline) if Instant::now() + pause >= deadline => None,
+            _ => Some(pause),
+        }
+    }
+
+    /// Makes a finished attempt ready to run again under the same key and deadline, with a new
+    /// owner token (its old claim was released).
+    fn rearm<T: Borrow<Tool>>(&self, attempt: &mut Attempt<T>) {
+        attempt.phase = if attempt.key.is_some() && claims(attempt.tool()) {
+            Phase::Claiming
+        } else {
+            Phase::Unprotected
+        };
+        attempt.token = Token::random();
+        attempt.waited = false;
+        attempt.polls = 0;
+        attempt.lease_until = None;
+        self.emit(attempt, EventKind::Retried, None);
     }
 
     /// The timeout error of a body still running at the caller's deadline, saying what became
@@ -805,7 +1124,8 @@ impl Executor {
             Recording::LeftInProgress => format!(
                 "its outcome is unknown (it was cancelled while it may have been acting), so its claim stays in progress until the lease ends and then reads as abandoned until an operator resolves it (idemkit resolve --key {key})"
             ),
-            Recording::Unprotected => "nothing was recorded (its strategy does not deduplicate)".to_owned(),
+            Recording::Unprotected => "nothing was recorded (its strategy does not deduplicate, or it is READ_ONLY)".to_owned(),
+            Recording::Held => "it failed late and, as the tool is EFFECTFUL, its failure is held: repeats get the indeterminate error until an operator resolves the record".to_owned(),
             Recording::Failed(detail) => format!("it finished late but {detail}"),
         };
         Error::Timeout {
@@ -960,6 +1280,30 @@ impl Executor {
     }
 }
 
+/// What one run of a Rust body came to.
+enum Ran<T, E> {
+    Done(Result<T, CallError<E>>),
+    Retry(Duration),
+}
+
+/// A remembered result, read back as `T`.
+fn replayed<T: DeserializeOwned, E>(tool: &Tool, json: &str) -> Result<T, CallError<E>> {
+    serde_json::from_str(json).map_err(|e| {
+        CallError::Idempotency(Error::Internal(format!(
+            "the remembered result of `{}` does not read back as {}: {e}",
+            tool.name(),
+            std::any::type_name::<T>()
+        )))
+    })
+}
+
+/// Whether calls of `tool` claim keys: a strategy that deduplicates, and an effect that is not
+/// `READ_ONLY` (SPEC v1.1 rule 7).
+fn claims(tool: &Tool) -> bool {
+    let policy = tool.policy();
+    policy.strategy.uses_store() && policy.effect != Effect::ReadOnly
+}
+
 /// Reads an explicit key given as a JSON string literal; a lone surrogate in it is refused as an
 /// invalid explicit key.
 fn explicit_key_literal(tool: &Tool, literal: &str) -> Result<String, Error> {
@@ -1091,6 +1435,11 @@ impl Settler {
                             ),
                         };
                         Tried::Settled(self.give_up(&why))
+                    }
+                    // A misconfigured store (a table that refuses the outcome) answers the same
+                    // on every try.
+                    Ok(Err(error @ StoreError::Configuration(_))) => {
+                        Tried::Settled(self.give_up(&error.to_string()))
                     }
                     Ok(Err(error)) => Tried::Again(error.to_string()),
                     Err(_) => late(),

@@ -53,14 +53,16 @@ pub mod testing;
 pub use error::{Error, ErrorKind, StoreError};
 pub use events::{Event, EventKind, Events, Listener};
 pub use executor::{
-    Answer, Attempt, BodyReport, CallContext, CallError, CallInfo, Executor, RawInput, Recording,
-    Reported, Step, SuppliedKey,
+    Answer, Attempt, BodyReport, CallContext, CallError, CallInfo, CallOptions, Executor, RawInput,
+    Recording, Reported, Step, SuppliedKey,
 };
 pub use key::{
     canonical_material, derive_key, is_blank, CanonicalObject, CanonicalValue, Key, KeyError,
     KeyInput, KeyScope, Number,
 };
-pub use policy::{KeyStrategy, Policy, RetryBehavior, Tool};
+pub use policy::{
+    Effect, FailureClass, FailureSettlement, KeyStrategy, Policy, RetryBehavior, RetryPolicy, Tool,
+};
 pub use record::{Failure, Outcome, Record, RecordState, Status, Token};
 pub use store::{ManualClock, MemoryStore, Store, StoreOptions};
 

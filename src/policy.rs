@@ -81,6 +81,175 @@ impl RetryBehavior {
     }
 }
 
+/// What a tool's body does to the world, which decides what its failure means (SPEC v1.1 rule 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Effect {
+    /// Reads only: nothing is claimed or recorded, and a failure may be retried.
+    ReadOnly,
+    /// Acts, but the same action twice equals once, or a failure is known to have had no effect
+    /// (the v1 behaviour and the default): claimed and deduplicated; a failure is released (or
+    /// recorded with `cache_failures`) and may be retried.
+    #[default]
+    Idempotent,
+    /// Acts, and a failure may have acted anyway (a timeout inside a payment call): claimed and
+    /// deduplicated; a failure is *held* — recorded as an indeterminate outcome, answered with
+    /// the indeterminate error to this caller and every repeat until an operator resolves it,
+    /// and never retried automatically.
+    Effectful,
+}
+
+impl Effect {
+    /// The SPEC name (`READ_ONLY`, `IDEMPOTENT`, `EFFECTFUL`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Effect::ReadOnly => "READ_ONLY",
+            Effect::Idempotent => "IDEMPOTENT",
+            Effect::Effectful => "EFFECTFUL",
+        }
+    }
+
+    /// Parses a SPEC name.
+    pub fn from_name(name: &str) -> Option<Effect> {
+        [Effect::ReadOnly, Effect::Idempotent, Effect::Effectful]
+            .into_iter()
+            .find(|e| e.name() == name)
+    }
+}
+
+/// What a face knows about a failure of its body, when it knows more than the error's type
+/// (a Rust classifier, a C caller's report). The policy's lists classify by type otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailureClass {
+    /// The failure is known to have had no effect (the request never left, a validation error):
+    /// the claim is released and the call may be retried.
+    NoEffect,
+    /// The failure is permanent and its effect is known (a declined card): it is recorded as a
+    /// failure, replayed to repeats under `RETURN_CACHED`, and never retried.
+    Permanent,
+}
+
+/// What becomes of a claimed call whose body failed: decided by [`Policy::settle_failure`], the
+/// one classification every face uses (SPEC v1.1 rule 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailureSettlement {
+    /// The claim is released: the failure had no effect, so the next call (or a retry) runs.
+    Release,
+    /// The failure is recorded; repeats get it (`RETURN_CACHED`) or run again
+    /// (`RETURN_CACHED_IF_SUCCESS`).
+    Record,
+    /// The failure may have had an effect: recorded as an indeterminate outcome, and every
+    /// repeat gets the indeterminate error until an operator resolves the record.
+    Hold,
+}
+
+/// How failed calls are retried (SPEC v1.1 rule 8): up to `max_attempts` runs in all, with a
+/// capped, jittered pause between them, under the same key and within the call's one deadline.
+///
+/// Only failures the policy settles by releasing the claim are retried: `READ_ONLY` and
+/// `IDEMPOTENT` failures, and failures classified as having had no effect. Held (`EFFECTFUL`)
+/// and recorded failures never are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Runs in all, the first included (1 = no retry).
+    pub max_attempts: u32,
+    /// The pause before the first retry; it doubles per retry up to `max_backoff`, and each pause
+    /// is drawn at random between half of it and all of it.
+    pub initial_backoff: Duration,
+    /// The longest pause.
+    pub max_backoff: Duration,
+    /// Error type names (as in [`Policy::no_effect_errors`]) that are retried; empty: every
+    /// failure the rules allow.
+    pub retry_on: Vec<String>,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 3,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            retry_on: Vec::new(),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Up to `max_attempts` runs in all, with the default pauses (100 ms doubling to 2 s).
+    pub fn attempts(max_attempts: u32) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts,
+            ..RetryPolicy::default()
+        }
+    }
+
+    /// Sets the first pause and the longest one.
+    pub fn with_backoff(mut self, initial: Duration, max: Duration) -> RetryPolicy {
+        self.initial_backoff = initial;
+        self.max_backoff = max;
+        self
+    }
+
+    /// Retries only failures with one of these error type names.
+    pub fn with_retry_on<I, S>(mut self, types: I) -> RetryPolicy
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.retry_on = types.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Checks the policy; messages name the field and the fix.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.max_attempts == 0 {
+            return Err(Error::config(
+                "retry maxAttempts must be at least 1 (1 = run once, no retry); it was 0",
+            ));
+        }
+        if self.max_backoff < self.initial_backoff {
+            return Err(Error::config(format!(
+                "retry maxBackoff ({} ms) must not be shorter than initialBackoff ({} ms)",
+                self.max_backoff.as_millis(),
+                self.initial_backoff.as_millis()
+            )));
+        }
+        if self.max_backoff > MAX_SPAN {
+            return Err(Error::config("retry maxBackoff must be at most 100 years"));
+        }
+        if self.retry_on.iter().any(|t| t.trim().is_empty()) {
+            return Err(Error::config(
+                "retry retryOn contains an empty error type name; list error type names",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The pause before retry number `retry` (0 = the first retry): the doubled backoff, capped,
+    /// drawn between half of it and all of it.
+    pub fn pause(&self, retry: u32) -> Duration {
+        let doubled = self
+            .initial_backoff
+            .saturating_mul(1u32.checked_shl(retry.min(31)).unwrap_or(u32::MAX));
+        let cap = doubled.min(self.max_backoff);
+        let half = cap / 2;
+        let spread = (cap - half).as_nanos() as u64;
+        let jitter = if spread == 0 {
+            0
+        } else {
+            rand::random::<u64>() % (spread + 1)
+        };
+        half + Duration::from_nanos(jitter)
+    }
+
+    /// Whether a failure with these type names may be retried by this policy's `retry_on`.
+    pub fn covers<S: AsRef<str>>(&self, types: &[S]) -> bool {
+        self.retry_on.is_empty()
+            || types
+                .iter()
+                .any(|t| self.retry_on.iter().any(|r| r.as_str() == t.as_ref()))
+    }
+}
+
 /// The longest TTL or lease a policy may have: 100 years. Longer spans would overflow the
 /// millisecond timestamps every store keeps.
 pub const MAX_SPAN: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -101,6 +270,17 @@ pub struct Policy {
     pub key_arguments: Vec<String>,
     /// How long an in-progress claim holds before its owner is presumed dead (default 300 s).
     pub lease: Duration,
+    /// What the body does to the world, which decides what its failure means (default
+    /// [`Effect::Idempotent`]).
+    pub effect: Effect,
+    /// Error types whose failures are known to have had no effect: released, so a retry runs.
+    /// Matched against the names a face reports for the error (Java: the exception's class and
+    /// its superclasses and interfaces, fully qualified; Rust: the error type's short and full
+    /// names). First in the classification.
+    pub no_effect_errors: Vec<String>,
+    /// Error types whose failures are permanent: recorded as failures (replayed under
+    /// `RETURN_CACHED`). Second in the classification, after `no_effect_errors`.
+    pub permanent_errors: Vec<String>,
 }
 
 impl Default for Policy {
@@ -112,6 +292,9 @@ impl Default for Policy {
             cache_failures: false,
             key_arguments: Vec::new(),
             lease: Duration::from_secs(300),
+            effect: Effect::Idempotent,
+            no_effect_errors: Vec::new(),
+            permanent_errors: Vec::new(),
         }
     }
 }
@@ -154,6 +337,65 @@ impl Policy {
         self
     }
 
+    /// Sets what the body does to the world (SPEC v1.1 rule 7).
+    pub fn with_effect(mut self, effect: Effect) -> Policy {
+        self.effect = effect;
+        self
+    }
+
+    /// Error types whose failures are known to have had no effect (released, so a retry runs).
+    pub fn with_no_effect_errors<I, S>(mut self, types: I) -> Policy
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.no_effect_errors = types.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Error types whose failures are permanent (recorded as failures, never retried).
+    pub fn with_permanent_errors<I, S>(mut self, types: I) -> Policy
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.permanent_errors = types.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// What becomes of a claimed call whose body failed — the one classification every face
+    /// uses (SPEC v1.1 rule 7), first match wins:
+    ///
+    /// 1. what the face knows (`class`: a Rust classifier, a C caller's report);
+    /// 2. a name in `types` listed in [`Policy::no_effect_errors`] → released;
+    /// 3. one listed in [`Policy::permanent_errors`] → recorded;
+    /// 4. `cache_failures` → recorded;
+    /// 5. the effect's default: `IDEMPOTENT` (and `READ_ONLY`) released, `EFFECTFUL` held.
+    ///
+    /// `types` are the names the error answers to, most specific first.
+    pub fn settle_failure<S: AsRef<str>>(
+        &self,
+        types: &[S],
+        class: Option<FailureClass>,
+    ) -> FailureSettlement {
+        let listed = |list: &[String]| {
+            types
+                .iter()
+                .any(|t| list.iter().any(|l| l.as_str() == t.as_ref()))
+        };
+        match class {
+            Some(FailureClass::NoEffect) => FailureSettlement::Release,
+            Some(FailureClass::Permanent) => FailureSettlement::Record,
+            None if listed(&self.no_effect_errors) => FailureSettlement::Release,
+            None if listed(&self.permanent_errors) => FailureSettlement::Record,
+            None if self.cache_failures => FailureSettlement::Record,
+            None => match self.effect {
+                Effect::ReadOnly | Effect::Idempotent => FailureSettlement::Release,
+                Effect::Effectful => FailureSettlement::Hold,
+            },
+        }
+    }
+
     /// Checks the policy for the tool `tool`; messages name the field and the fix.
     pub fn validate(&self, tool: &str) -> Result<(), Error> {
         if self.ttl.is_zero() {
@@ -179,6 +421,35 @@ impl Policy {
             return Err(Error::config(format!(
                 "keyArguments is set on `{tool}` but its strategy is {}; keyArguments only applies to HASH_INPUT",
                 self.strategy.name()
+            )));
+        }
+        if self.effect == Effect::ReadOnly && self.cache_failures {
+            return Err(Error::config(format!(
+                "cacheFailures is set on `{tool}` but its effect is READ_ONLY, which claims and records nothing; drop cacheFailures or choose IDEMPOTENT or EFFECTFUL"
+            )));
+        }
+        if self.effect == Effect::ReadOnly && !self.permanent_errors.is_empty() {
+            return Err(Error::config(format!(
+                "permanent error types are listed on `{tool}` but its effect is READ_ONLY, which records nothing; drop them or choose IDEMPOTENT or EFFECTFUL"
+            )));
+        }
+        for (field, list) in [
+            ("noEffect", &self.no_effect_errors),
+            ("permanent", &self.permanent_errors),
+        ] {
+            if list.iter().any(|t| t.trim().is_empty()) {
+                return Err(Error::config(format!(
+                    "{field} on `{tool}` contains an empty error type name; list error type names"
+                )));
+            }
+        }
+        if let Some(both) = self
+            .no_effect_errors
+            .iter()
+            .find(|t| self.permanent_errors.contains(t))
+        {
+            return Err(Error::config(format!(
+                "`{both}` is listed on `{tool}` both as noEffect and as permanent; list it once"
             )));
         }
         let mut seen = std::collections::HashSet::new();
@@ -308,6 +579,83 @@ impl Tool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn failure_classification_follows_spec_order() {
+        use FailureSettlement::*;
+        let effectful = Policy::default().with_effect(Effect::Effectful);
+        let listed = effectful
+            .clone()
+            .with_no_effect_errors(["Refused"])
+            .with_permanent_errors(["Declined"]);
+        let none: Option<FailureClass> = None;
+        // What the face knows comes first.
+        assert_eq!(
+            listed.settle_failure(&["Declined"], Some(FailureClass::NoEffect)),
+            Release
+        );
+        assert_eq!(
+            listed.settle_failure(&["Refused"], Some(FailureClass::Permanent)),
+            Record
+        );
+        // Then no-effect before permanent, matching any of the type names.
+        assert_eq!(
+            listed.settle_failure(&["Declined", "Refused"], none),
+            Release
+        );
+        assert_eq!(listed.settle_failure(&["Sub", "Declined"], none), Record);
+        // Then cache_failures, then the effect's default.
+        assert_eq!(
+            effectful
+                .clone()
+                .with_cache_failures(true)
+                .settle_failure(&["X"], none),
+            Record
+        );
+        assert_eq!(effectful.settle_failure(&["X"], none), Hold);
+        assert_eq!(Policy::default().settle_failure(&["X"], none), Release);
+        assert_eq!(
+            Policy::default()
+                .with_effect(Effect::ReadOnly)
+                .settle_failure(&["X"], none),
+            Release
+        );
+    }
+
+    #[test]
+    fn effect_lists_and_read_only_are_checked_at_registration() {
+        let read_only = Policy::default().with_effect(Effect::ReadOnly);
+        let message = |p: Policy| p.validate("search").unwrap_err().to_string();
+        assert!(message(read_only.clone().with_cache_failures(true)).contains("READ_ONLY"));
+        assert!(message(read_only.with_permanent_errors(["Declined"])).contains("READ_ONLY"));
+        assert!(message(Policy::default().with_no_effect_errors([" "])).contains("noEffect"));
+        let both = Policy::default()
+            .with_no_effect_errors(["Timeout"])
+            .with_permanent_errors(["Timeout"]);
+        assert!(message(both).contains("`Timeout`"));
+        for effect in ["READ_ONLY", "IDEMPOTENT", "EFFECTFUL"] {
+            assert_eq!(Effect::from_name(effect).unwrap().name(), effect);
+        }
+        assert_eq!(Effect::default(), Effect::Idempotent);
+    }
+
+    #[test]
+    fn retry_pauses_double_up_to_the_cap_with_jitter_between_half_and_all() {
+        let retry = RetryPolicy::attempts(10)
+            .with_backoff(Duration::from_millis(100), Duration::from_millis(350));
+        for _ in 0..200 {
+            for (n, full) in [(0, 100), (1, 200), (2, 350), (9, 350), (40, 350)] {
+                let pause = retry.pause(n);
+                let full = Duration::from_millis(full);
+                assert!(pause >= full / 2 && pause <= full, "retry {n}: {pause:?}");
+            }
+        }
+        assert!(retry.covers(&["Anything"]));
+        let only = retry.with_retry_on(["Timeout"]);
+        assert!(only.covers(&["Sub", "Timeout"]));
+        assert!(!only.covers(&["Refused"]));
+    }
+
     use super::*;
 
     #[test]

@@ -117,6 +117,11 @@ pub enum Outcome {
     Failure(Failure),
     /// The body succeeded but its result was larger than the store keeps.
     TooLarge { bytes: u64 },
+    /// The body of an `EFFECTFUL` tool failed in a way that may have had an effect: its error is
+    /// kept, and every repeat gets the indeterminate error until an operator resolves the record
+    /// (SPEC v1.1 rule 7). Unlike a failure, it is never claimed again under
+    /// `RETURN_CACHED_IF_SUCCESS`.
+    Indeterminate(Failure),
 }
 
 impl Outcome {
@@ -134,13 +139,15 @@ impl Outcome {
     }
 
     /// The outcome as the Redis and PostgreSQL stores keep it: its JSON and its kind
-    /// (`success`, `failure` or `too_large`, so a store can tell them apart without parsing).
+    /// (`success`, `failure`, `too_large` or `indeterminate`, so a store can tell them apart
+    /// without parsing).
     #[cfg(any(feature = "redis", feature = "postgres"))]
     pub(crate) fn stored(&self) -> (String, &'static str) {
         let kind = match self {
             Outcome::Success(_) => "success",
             Outcome::Failure(_) => "failure",
             Outcome::TooLarge { .. } => "too_large",
+            Outcome::Indeterminate(_) => "indeterminate",
         };
         let json = serde_json::to_string(self).expect("an outcome always serialises");
         (json, kind)
@@ -153,12 +160,22 @@ impl PartialEq for Outcome {
             (Outcome::Success(a), Outcome::Success(b)) => a.get() == b.get(),
             (Outcome::Failure(a), Outcome::Failure(b)) => a == b,
             (Outcome::TooLarge { bytes: a }, Outcome::TooLarge { bytes: b }) => a == b,
+            (Outcome::Indeterminate(a), Outcome::Indeterminate(b)) => a == b,
             _ => false,
         }
     }
 }
 
 impl Eq for Outcome {}
+
+impl Record {
+    /// Whether this record holds an `EFFECTFUL` body's failure (an indeterminate outcome), which
+    /// waits for an operator like an abandoned claim (SPEC v1.1 rule 7).
+    pub fn is_held(&self) -> bool {
+        self.state == RecordState::Completed
+            && matches!(self.outcome, Some(Outcome::Indeterminate(_)))
+    }
+}
 
 /// A failure as remembered: the error's type and message.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

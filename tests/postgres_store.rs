@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use idemkit::store::postgres::{schema_sql, PostgresStore, CLAIMED_AT_INDEX_SQL, SCHEMA_SQL};
+use idemkit::store::postgres::{
+    schema_sql, PostgresStore, CLAIMED_AT_INDEX_SQL, HELD_OUTCOME_SQL, SCHEMA_SQL,
+};
 use idemkit::store::{Claim, ClaimRequest, RecordId, StoreOptions};
 use idemkit::testing::{random_key, random_tenant};
 use idemkit::{CallContext, ErrorKind, Executor, Failure, KeyInput, Outcome, Store, Token};
@@ -107,7 +109,7 @@ async fn the_shipped_sql_file_and_create_table_if_missing_make_the_same_table() 
     // The files as shipped, run by a "migration tool" in its own schema.
     client
         .batch_execute(&format!(
-            "SET search_path TO {schema}; {SCHEMA_SQL}; {CLAIMED_AT_INDEX_SQL}; RESET search_path;"
+            "SET search_path TO {schema}; {SCHEMA_SQL}; {CLAIMED_AT_INDEX_SQL}; {HELD_OUTCOME_SQL}; RESET search_path;"
         ))
         .await
         .unwrap();
@@ -159,6 +161,36 @@ async fn the_shipped_sql_file_and_create_table_if_missing_make_the_same_table() 
     for index in ["records_claimed_at_idx", "idemkit_records_claimed_at_idx"] {
         assert!(indexes.contains(&index.to_owned()), "{indexes:?}");
     }
+    // Both allow the held outcome of 003, by one check of the same definition.
+    let checks = |table: &'static str| {
+        let (client, schema) = (&client, &schema);
+        async move {
+            client
+                .query(
+                    "SELECT c.conname, pg_get_constraintdef(c.oid) FROM pg_constraint c
+                     JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace
+                     WHERE n.nspname = $1 AND t.relname = $2 AND c.contype = 'c' ORDER BY 1",
+                    &[schema, &table],
+                )
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    let name: String = r.get(0);
+                    let def: String = r.get(1);
+                    format!("{} {def}", name.trim_start_matches("idemkit_"))
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let shipped_checks = checks("idemkit_records").await;
+    assert!(
+        shipped_checks
+            .iter()
+            .any(|c| c.starts_with("records_outcome_kind_check") && c.contains("indeterminate")),
+        "{shipped_checks:?}"
+    );
+    assert_eq!(shipped_checks, checks("records").await);
     // The store works on the schema-qualified table.
     let key = random_key();
     let reply = store

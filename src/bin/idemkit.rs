@@ -457,10 +457,23 @@ fn describe_record(r: &Record, now: i64) -> String {
         Some(Outcome::TooLarge { bytes }) => {
             out += &format!("outcome:    success too large to keep ({bytes} bytes)\n")
         }
+        Some(Outcome::Indeterminate(f)) => {
+            out += &format!(
+                "outcome:    indeterminate (held failure of an EFFECTFUL tool) {}: {}\n",
+                shown(&f.error_type),
+                shown(&f.message)
+            )
+        }
     }
-    if status == Status::Abandoned {
+    let held = matches!(r.outcome, Some(Outcome::Indeterminate(_)));
+    if status == Status::Abandoned || held {
         out += &format!(
-            "note:       the owner's lease ended without an outcome; settle it with\n            idemkit resolve --store URL --key {}{} --release | --complete-success JSON\n",
+            "note:       {}; settle it with\n            idemkit resolve --store URL --key {}{} --release | --complete-success JSON\n",
+            if held {
+                "the body failed and may have acted; find out whether it did"
+            } else {
+                "the owner's lease ended without an outcome"
+            },
             shown(&r.key),
             r.tenant
                 .as_deref()
@@ -607,7 +620,11 @@ async fn resolve(args: ResolveArgs) -> Result<(), Failed> {
             tenant_label(args.tenant.as_deref())
         )));
     };
+    let held = matches!(record.outcome, Some(Outcome::Indeterminate(_)));
     match record.status(now) {
+        // A held failure (EFFECTFUL) is completed but waits for an operator, like an abandoned
+        // claim.
+        Status::Completed if held => {}
         Status::Completed => {
             return Err(failed(format!(
                 "the record of key {} is completed; resolve refuses to override a known outcome (use delete to drop this record)",

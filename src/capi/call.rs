@@ -303,7 +303,8 @@ unsafe fn report(
     call.finished = true;
     let reported = runtime::block_on(call.executor.report(&mut call.attempt, body));
     let recording = match reported.recording {
-        Recording::Recorded => IdemkitRecording::Recorded,
+        // A held failure is recorded (as an indeterminate outcome); the status says so.
+        Recording::Recorded | Recording::Held => IdemkitRecording::Recorded,
         Recording::Released => IdemkitRecording::Released,
         // A C body is never cancelled by the library: a call freed unreported stays in progress.
         Recording::Unprotected | Recording::LeftInProgress => IdemkitRecording::Unprotected,
@@ -316,7 +317,8 @@ unsafe fn report(
         *out = recording;
     }
     match reported.answer {
-        Answer::Body => Ok(()),
+        // C calls carry no retry policy, so the executor never asks for a retry here.
+        Answer::Body | Answer::Retry(_) => Ok(()),
         Answer::Error(error) => Err(error.into()),
     }
 }

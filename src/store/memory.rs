@@ -389,7 +389,7 @@ impl Store for MemoryStore {
         let Some(entry) = shard.live(id, now) else {
             return Ok(Resolved::NotFound);
         };
-        if entry.record.state == RecordState::Completed {
+        if entry.record.state == RecordState::Completed && !entry.record.is_held() {
             return Ok(Resolved::AlreadyCompleted(entry.record.clone()));
         }
         if entry.record.token != expected {

@@ -111,6 +111,7 @@ where
     success_outcome_is_returned_exactly(make_store().await).await;
     release_frees_the_key(make_store().await).await;
     failure_is_replaced_only_when_asked(make_store().await).await;
+    a_held_failure_is_kept_never_replaced_and_resolvable(make_store().await).await;
     lease_end_makes_a_claim_abandoned_and_never_taken_over(make_store().await).await;
     late_complete_turns_abandoned_into_completed(make_store().await).await;
     expired_records_are_invisible_and_free(make_store().await).await;
@@ -911,6 +912,72 @@ pub async fn resolve_settles_only_unfinished_records_with_the_expected_token(
         "{}: released record remains",
         name(&store)
     );
+}
+
+/// A held failure (an `EFFECTFUL` body's, SPEC v1.1 rule 7) reads back as it was recorded,
+/// answers `Completed` even to a claim that replaces failures, and is resolved by its token like
+/// an abandoned claim (release, or record an outcome).
+pub async fn a_held_failure_is_kept_never_replaced_and_resolvable(store: Arc<dyn Store>) {
+    let held = Outcome::Indeterminate(Failure::new("PaymentTimeout", "no answer in 30 s"));
+    for resolution in [
+        Resolution::Release,
+        Resolution::Complete {
+            outcome: success(r#""charged""#),
+            ttl_ms: LONG_MS,
+        },
+    ] {
+        let key = random_key();
+        let id = RecordId {
+            tenant: None,
+            key: &key,
+        };
+        let holder = Token::random();
+        claim(&store, id, holder, LONG_MS, LONG_MS).await;
+        let done = store.complete(id, holder, &held, LONG_MS).await.unwrap();
+        assert_eq!(done, Completion::Recorded, "{}", name(&store));
+        let (record, _) = store.get(id).await.unwrap();
+        let record = record.unwrap();
+        assert_eq!(
+            (record.state, record.outcome.clone()),
+            (RecordState::Completed, Some(held.clone())),
+            "{}",
+            name(&store)
+        );
+        assert!(record.is_held());
+        for retry_failure in [false, true] {
+            let mut repeat = request(id, Token::random(), LONG_MS, LONG_MS);
+            repeat.retry_failure = retry_failure;
+            match store.claim(&repeat).await.unwrap().claim {
+                Claim::Completed(r) => assert_eq!(r.outcome, Some(held.clone())),
+                other => panic!(
+                    "{}: a held failure must answer every claim (retry_failure {retry_failure}), got {other:?}",
+                    name(&store)
+                ),
+            }
+        }
+        let wrong = store
+            .resolve(id, Token::random(), &resolution)
+            .await
+            .unwrap();
+        assert!(
+            matches!(wrong, Resolved::TokenMismatch(_)),
+            "{}: {wrong:?}",
+            name(&store)
+        );
+        assert_eq!(
+            store.resolve(id, holder, &resolution).await.unwrap(),
+            Resolved::Done,
+            "{}: {resolution:?}",
+            name(&store)
+        );
+        let after = store.get(id).await.unwrap().0;
+        match &resolution {
+            Resolution::Release => assert_eq!(after, None, "{}", name(&store)),
+            Resolution::Complete { outcome, .. } => {
+                assert_eq!(after.unwrap().outcome.as_ref(), Some(outcome))
+            }
+        }
+    }
 }
 
 /// `list` returns live records filtered by tenant and by worked-out status.

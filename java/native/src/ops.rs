@@ -476,7 +476,8 @@ pub(crate) fn report<'l>(
     };
     match reported.answer {
         Answer::Error(error) => Err(Failure::Idemkit(error)),
-        Answer::Body => Ok(match reported.recording {
+        // Java attempts carry no retry policy yet, so the core never asks for a retry here.
+        Answer::Body | Answer::Retry(_) => Ok(match reported.recording {
             Recording::Failed(detail) => JString::from_str(env, detail)?,
             _ => JString::default(),
         }),

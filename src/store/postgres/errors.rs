@@ -34,6 +34,16 @@ impl PostgresStore {
                 self.table, self.url
             ));
         }
+        if e.code() == Some(&tokio_postgres::error::SqlState::CHECK_VIOLATION)
+            && e.as_db_error()
+                .and_then(|db| db.constraint())
+                .is_some_and(|c| c.ends_with("outcome_kind_check"))
+        {
+            return StoreError::Configuration(format!(
+                "table {} in {} does not accept held outcomes of EFFECTFUL tools yet; apply sql/postgres/003_idemkit_records_held_outcome.sql or call PostgresStore::create_table_if_missing()",
+                self.table, self.url
+            ));
+        }
         match e.as_db_error() {
             Some(_) => StoreError::unavailable(format!(
                 "PostgreSQL at {} answered {}",

@@ -13,6 +13,10 @@ pub const SCHEMA_SQL: &str = include_str!("../../../sql/postgres/001_idemkit_rec
 pub const CLAIMED_AT_INDEX_SQL: &str =
     include_str!("../../../sql/postgres/002_idemkit_records_claimed_at.sql");
 
+/// The third migration: held outcomes of `EFFECTFUL` tools (`outcome_kind` 'indeterminate').
+pub const HELD_OUTCOME_SQL: &str =
+    include_str!("../../../sql/postgres/003_idemkit_records_held_outcome.sql");
+
 /// Checks a table name: `name` or `schema.name`, each part letters, digits and underscores,
 /// not starting with a digit, at most 63 bytes.
 pub fn validate_table_name(name: &str) -> Result<(), StoreError> {
@@ -36,9 +40,11 @@ pub fn validate_table_name(name: &str) -> Result<(), StoreError> {
 pub fn schema_sql(table: &str) -> Result<String, StoreError> {
     validate_table_name(table)?;
     let bare = table.rsplit('.').next().unwrap_or(table);
-    Ok(format!("{SCHEMA_SQL}\n{CLAIMED_AT_INDEX_SQL}")
-        .replace("idemkit_records_", &format!("{bare}_"))
-        .replace("idemkit_records", table))
+    Ok(
+        format!("{SCHEMA_SQL}\n{CLAIMED_AT_INDEX_SQL}\n{HELD_OUTCOME_SQL}")
+            .replace("idemkit_records_", &format!("{bare}_"))
+            .replace("idemkit_records", table),
+    )
 }
 
 /// `x` (a timestamptz) as milliseconds since the epoch.
@@ -142,7 +148,8 @@ done AS (
   UPDATE {table} AS u SET state = 'completed', outcome_kind = $4::text, outcome = ($5::text)::json,
     ttl_ms = $6::bigint, expires_at = now.t + $6::bigint * interval '1 millisecond'
   FROM now
-  WHERE {} AND u.token = $3::text AND u.state = 'in_progress' AND u.expires_at > now.t
+  WHERE {} AND u.token = $3::text
+    AND (u.state = 'in_progress' OR u.outcome_kind = 'indeterminate') AND u.expires_at > now.t
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM done), {} FROM now LEFT JOIN {table} AS c ON {} AND c.expires_at > now.t",
@@ -152,7 +159,8 @@ SELECT (SELECT count(*) FROM done), {} FROM now LEFT JOIN {table} AS c ON {} AND
         );
         let release = format!(
             "DELETE FROM {table} AS d
-WHERE {} AND d.token = $3::text AND d.state = 'in_progress'
+WHERE {} AND d.token = $3::text
+    AND (d.state = 'in_progress' OR d.outcome_kind = 'indeterminate')
   AND d.expires_at > date_trunc('milliseconds', clock_timestamp())",
             key_match("d"),
         );
@@ -207,7 +215,8 @@ ORDER BY c.claimed_at DESC, c.key",
             "WITH {NOW_CTE},
 released AS (
   DELETE FROM {table} AS d USING now
-  WHERE $4::text = 'release' AND {} AND d.token = $3::text AND d.state = 'in_progress'
+  WHERE $4::text = 'release' AND {} AND d.token = $3::text
+    AND (d.state = 'in_progress' OR d.outcome_kind = 'indeterminate')
     AND d.expires_at > now.t
   RETURNING 1
 ),
@@ -215,7 +224,8 @@ completed AS (
   UPDATE {table} AS u SET state = 'completed', outcome_kind = $5::text, outcome = ($6::text)::json,
     ttl_ms = $7::bigint, expires_at = now.t + $7::bigint * interval '1 millisecond'
   FROM now
-  WHERE $4::text = 'complete' AND {} AND u.token = $3::text AND u.state = 'in_progress'
+  WHERE $4::text = 'complete' AND {} AND u.token = $3::text
+    AND (u.state = 'in_progress' OR u.outcome_kind = 'indeterminate')
     AND u.expires_at > now.t
   RETURNING 1
 )

@@ -92,6 +92,7 @@ fn provoke_kind(code: jint) -> Result<()> {
             tool,
             key,
             tenant: None,
+            held: None,
         },
         K::StoreUnavailable => Error::StoreUnavailable {
             tool,
@@ -169,7 +170,9 @@ fn rust_call<'l>(
     ));
     let value: serde_json::Value = match answer {
         Ok(value) => value,
-        Err(idemkit::CallError::Idempotency(e)) => return Err(Failure::Idemkit(e)),
+        Err(idemkit::CallError::Idempotency(e) | idemkit::CallError::Held { error: e, .. }) => {
+            return Err(Failure::Idemkit(e))
+        }
         Err(idemkit::CallError::Body(e)) => return Err(Failure::IllegalArgument(e)),
     };
     let reply = serde_json::json!({ "ran": ran.into_inner(), "result": value });

@@ -5,7 +5,10 @@ local f = fields(flat)
 local alive = live(f, now)
 if type(alive) == 'table' then return alive end
 if not alive then return {'not_found', fmt(now)} end
-if f['state'] == 'completed' then return {'already_completed', fmt(now), flat} end
+-- A held failure (outcome_kind 'indeterminate') waits for an operator like an abandoned claim.
+if f['state'] == 'completed' and f['outcome_kind'] ~= 'indeterminate' then
+  return {'already_completed', fmt(now), flat}
+end
 if f['token'] ~= ARGV[1] then return {'token_mismatch', fmt(now), flat} end
 if ARGV[2] == 'release' then
   redis.call('DEL', KEYS[1])
