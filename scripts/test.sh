@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs every idemkit test: Rust (core, stores, CLI, C ABI), the C program under valgrind, and Java.
+# Runs every idemkit test: the crate's packaging (MSRV, docs, contents), Rust (core, stores, CLI,
+# C ABI), the C program under valgrind, and Java.
 # Installs and starts what it needs (Redis and PostgreSQL on private ports, cbindgen) and stops
 # what it started.
 #
-#   scripts/test.sh [step...]   steps: fmt clippy rust c java (default: all, in that order)
+#   scripts/test.sh [step...]   steps: fmt clippy crate rust c java (default: all, in that order)
 #
 # Every step runs even when an earlier one failed; the run ends with one line
 # `total: N passed, N failed, N skipped` and exits non-zero if any step failed. A step that fails
@@ -18,7 +19,7 @@ root=$(pwd)
 log_dir="$root/.idemkit-run/logs"
 mkdir -p "$log_dir"
 
-all_steps=(fmt clippy rust c java)
+all_steps=(fmt clippy crate rust c java)
 steps=("$@")
 if ((${#steps[@]} == 0)); then
   steps=("${all_steps[@]}")
@@ -98,6 +99,14 @@ if wants clippy; then
   step clippy-native cargo clippy --manifest-path "$native" --workspace --all-targets --all-features -- -D warnings
 fi
 
+if wants crate; then
+  header "crate: rust-version is true, every public item is documented, the package ships no java/"
+  step msrv scripts/msrv-check.sh
+  step doc env RUSTDOCFLAGS="-D missing_docs -D warnings" \
+    cargo doc --no-deps --features redis,postgres,testing,cli
+  step package scripts/package-check.sh
+fi
+
 if wants rust; then
   header "Rust tests (core, key vectors, stores against real servers, CLI, C ABI)"
   step cargo cargo test --no-fail-fast --features "$features"
@@ -153,7 +162,7 @@ for name, count in counters.items():
         failed += 1  # failed before (or without) reporting a failed test: a build error, a crash
 for name in failed_steps:
     if name not in counters:
-        failed += 1  # services, fmt, fmt-native, fmt-java, clippy, clippy-native
+        failed += 1  # services, fmt, fmt-native, fmt-java, clippy, clippy-native, msrv, doc, package
 if failed_steps:
     print("\nfailed steps: " + ", ".join(failed_steps))
 print(f"\ntotal: {passed} passed, {failed} failed, {skipped} skipped")

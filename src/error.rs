@@ -4,9 +4,11 @@ use crate::key::KeyError;
 
 /// A stable, language-neutral name for each way a call can be refused or fail.
 ///
-/// The numeric codes are part of the C ABI and the Java binding; never renumber them.
+/// The numeric codes are part of the C ABI and the Java binding; never renumber them. New kinds
+/// may be added, so a `match` needs a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i32)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The key could not be derived from the input (bad JSON, blank explicit key, ...). Nothing ran.
     InvalidKey = 1,
@@ -80,41 +82,84 @@ impl std::fmt::Display for ErrorKind {
 }
 
 /// Why an idemkit call did not produce a fresh result.
+///
+/// Each variant has one stable [`ErrorKind`] ([`Error::kind`]), the same code in Java and C. The
+/// messages name the tool, the key and what to do; they never contain a store password. New
+/// variants may be added, so a `match` needs a wildcard arm.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
+    /// The key could not be derived from the call's input (bad JSON, a blank explicit key, a
+    /// tenant over 1,024 bytes, ...). Kind [`ErrorKind::InvalidKey`]; nothing ran and the store
+    /// was not touched. Fix the input.
     #[error("invalid idempotency key for `{tool}`: {source}")]
     InvalidKey {
+        /// The tool whose call was refused.
         tool: String,
+        /// What is wrong with the input, and where.
         #[source]
         source: KeyError,
     },
+    /// A tool or store was configured wrongly (an empty tool name, a bad store URL, ...). Kind
+    /// [`ErrorKind::Configuration`]; raised when it is built or opened, never per call.
     #[error("{0}")]
     Configuration(String),
+    /// A policy or tool setting is out of range or inconsistent (a zero TTL, a timeout not
+    /// shorter than the lease, ...). Kind [`ErrorKind::Configuration`]; raised by [`Tool::new`],
+    /// [`Tool::with_timeout`] and [`Tool::check_parameters`]. The message names the settings as
+    /// the Rust API does; [`SettingMessage::render`] names them as another face does.
+    ///
+    /// [`Tool::new`]: crate::Tool::new
+    /// [`Tool::with_timeout`]: crate::Tool::with_timeout
+    /// [`Tool::check_parameters`]: crate::Tool::check_parameters
+    #[error("{0}")]
+    InvalidSetting(SettingMessage),
+    /// A repeat of a call whose remembered outcome is a failure (`RETURN_CACHED` with
+    /// `cache_failures`). Kind [`ErrorKind::CachedFailure`]; the body did not run again.
     #[error("`{tool}` failed before with {error_type}: {message} (key {key}); the failure is remembered, so the call was not run again")]
     CachedFailure {
+        /// The tool.
         tool: String,
+        /// The call's key (64 hex digits).
         key: String,
+        /// The type name of the original error.
         error_type: String,
+        /// The message of the original error.
         message: String,
     },
+    /// A repeat under `FAIL_FAST`: the key is remembered or in progress. Kind
+    /// [`ErrorKind::FailFast`]; nothing ran.
     #[error(
         "`{tool}` was already {state} under key {key} and its policy is FAIL_FAST; nothing was run"
     )]
     FailFast {
+        /// The tool.
         tool: String,
+        /// The call's key (64 hex digits).
         key: String,
         /// `"completed"` or `"in progress"`.
         state: &'static str,
     },
+    /// Another call still held the key when this caller's deadline came. Kind
+    /// [`ErrorKind::InProgress`]; nothing ran. Retry later: the holder's outcome will answer.
     #[error("`{tool}` is still in progress under key {key} in another call and the deadline passed after waiting {waited_ms} ms; nothing was run")]
     InProgress {
+        /// The tool.
         tool: String,
+        /// The call's key (64 hex digits).
         key: String,
+        /// How long the caller waited, in milliseconds.
         waited_ms: u64,
     },
+    /// The key's outcome is unknown: its claim was abandoned (its lease ended without an
+    /// outcome), or an `EFFECTFUL` body failed and its failure is held (SPEC v1.1 rule 7). The
+    /// effect may or may not have happened. Kind [`ErrorKind::Indeterminate`]; nothing ran. An
+    /// operator resolves the record (`idemkit resolve`), or it expires.
     #[error("`{tool}` has an indeterminate outcome under key {key}: {}, so the effect may or may not have happened; nothing was run. Resolve the record (idemkit resolve --key {key}{}) or wait for it to expire", indeterminate_cause(.held.as_deref()), tenant_flag(.tenant.as_deref()))]
     Indeterminate {
+        /// The tool.
         tool: String,
+        /// The call's key (64 hex digits).
         key: String,
         /// The call's tenant (records are tenant-scoped, so the operator command names it).
         tenant: Option<String>,
@@ -122,31 +167,59 @@ pub enum Error {
         /// rule 7). `None`: a claim whose lease ended without an outcome.
         held: Option<Box<crate::record::Failure>>,
     },
+    /// The store could not be reached or answered an error during a tool's call. Kind
+    /// [`ErrorKind::StoreUnavailable`]; the body did not run. The driver's error, when there
+    /// is one, is the [`source`](std::error::Error::source).
     #[error("idempotency store unavailable for `{tool}`: {message}; nothing was run")]
-    StoreUnavailable { tool: String, message: String },
+    StoreUnavailable {
+        /// The tool.
+        tool: String,
+        /// What the store said, and which store (without secrets).
+        message: String,
+        /// The Redis or PostgreSQL driver's error behind it, if any.
+        #[source]
+        source: Option<DriverError>,
+    },
     /// A store operation that is no tool's call (opening a store, forgetting a tenant, ...)
     /// could not reach the store or got an error back. Its kind is
-    /// [`ErrorKind::StoreUnavailable`]; it names no tool.
+    /// [`ErrorKind::StoreUnavailable`]; it names no tool. The driver's error, when there is
+    /// one, is the [`source`](std::error::Error::source).
     #[error("{operation}: {message}")]
     StoreOperation {
+        /// What was being done.
         operation: StoreOperation,
+        /// What the store said (without secrets).
         message: String,
+        /// The Redis or PostgreSQL driver's error behind it, if any.
+        #[source]
+        source: Option<DriverError>,
     },
+    /// The remembered result was larger than the store keeps: the first caller got it, repeats
+    /// get this. Kind [`ErrorKind::OutcomeTooLarge`]; nothing ran.
     #[error("`{tool}` completed under key {key} but its result ({bytes} bytes) was larger than the store keeps, so it cannot be replayed; nothing was run")]
     OutcomeTooLarge {
+        /// The tool.
         tool: String,
+        /// The call's key (64 hex digits).
         key: String,
+        /// The size of the result, in bytes.
         bytes: u64,
     },
+    /// The call's deadline passed while its body ran. Kind [`ErrorKind::Timeout`].
     #[error("`{tool}` ran past its deadline of {timeout_ms} ms under key {key}; {outcome}")]
     Timeout {
+        /// The tool.
         tool: String,
+        /// The call's key (64 hex digits).
         key: String,
+        /// The tool's deadline, in milliseconds.
         timeout_ms: u64,
         /// What became of the body's outcome (SPEC v1.1 rule 3): recorded late, released, or
         /// unknown with the claim left in progress.
         outcome: String,
     },
+    /// A bug inside idemkit (a panic caught at a language boundary, a broken invariant). Kind
+    /// [`ErrorKind::Internal`]; please report it.
     #[error("internal error in idemkit: {0}")]
     Internal(String),
 }
@@ -167,7 +240,7 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::InvalidKey { .. } => ErrorKind::InvalidKey,
-            Error::Configuration(_) => ErrorKind::Configuration,
+            Error::Configuration(_) | Error::InvalidSetting(_) => ErrorKind::Configuration,
             Error::CachedFailure { .. } => ErrorKind::CachedFailure,
             Error::FailFast { .. } => ErrorKind::FailFast,
             Error::InProgress { .. } => ErrorKind::InProgress,
@@ -197,15 +270,279 @@ impl Error {
     pub(crate) fn config(message: impl Into<String>) -> Error {
         Error::Configuration(message.into())
     }
+
+    /// The Redis or PostgreSQL driver's error behind a store error, if any (the same as
+    /// [`source`](std::error::Error::source), typed).
+    pub fn driver_error(&self) -> Option<&DriverError> {
+        match self {
+            Error::StoreUnavailable { source, .. } | Error::StoreOperation { source, .. } => {
+                source.as_ref()
+            }
+            _ => None,
+        }
+    }
 }
+
+/// A policy or tool setting, as an [`Error::InvalidSetting`] names it.
+///
+/// Each face names settings its own way: the Rust API `ttl`, Java `ttlSeconds`, C
+/// `ttl_seconds`. The core decides what is wrong; a face only chooses the names
+/// ([`SettingMessage::render`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Setting {
+    /// How long a record is kept ([`Policy::ttl`](crate::Policy::ttl)).
+    Ttl,
+    /// How long a claim holds ([`Policy::lease`](crate::Policy::lease)).
+    Lease,
+    /// The caller's deadline ([`Tool::with_timeout`](crate::Tool::with_timeout)).
+    Timeout,
+    /// The input members that identify the effect
+    /// ([`Policy::key_arguments`](crate::Policy::key_arguments)).
+    KeyArguments,
+    /// Whether failures are recorded ([`Policy::cache_failures`](crate::Policy::cache_failures)).
+    CacheFailures,
+    /// What the body does to the world ([`Policy::effect`](crate::Policy::effect)).
+    Effect,
+    /// Error types whose failures had no effect
+    /// ([`Policy::no_effect_errors`](crate::Policy::no_effect_errors)).
+    NoEffectErrors,
+    /// Error types whose failures are permanent
+    /// ([`Policy::permanent_errors`](crate::Policy::permanent_errors)).
+    PermanentErrors,
+    /// Runs in all of a retry policy
+    /// ([`RetryPolicy::max_attempts`](crate::RetryPolicy::max_attempts)).
+    MaxAttempts,
+    /// The first pause of a retry policy
+    /// ([`RetryPolicy::initial_backoff`](crate::RetryPolicy::initial_backoff)).
+    InitialBackoff,
+    /// The longest pause of a retry policy
+    /// ([`RetryPolicy::max_backoff`](crate::RetryPolicy::max_backoff)).
+    MaxBackoff,
+    /// The error types a retry policy retries
+    /// ([`RetryPolicy::retry_on`](crate::RetryPolicy::retry_on)).
+    RetryOn,
+}
+
+impl Setting {
+    /// The setting's name in the Rust API, as the [`Display`](std::fmt::Display) of an
+    /// [`Error::InvalidSetting`] shows it: `` `ttl` ``, `` `lease` ``, `` `timeout` ``,
+    /// `` `key_arguments` ``.
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            Setting::Ttl => "`ttl`",
+            Setting::Lease => "`lease`",
+            Setting::Timeout => "`timeout`",
+            Setting::KeyArguments => "`key_arguments`",
+            Setting::CacheFailures => "`cache_failures`",
+            Setting::Effect => "`effect`",
+            Setting::NoEffectErrors => "`no_effect_errors`",
+            Setting::PermanentErrors => "`permanent_errors`",
+            Setting::MaxAttempts => "`max_attempts`",
+            Setting::InitialBackoff => "`initial_backoff`",
+            Setting::MaxBackoff => "`max_backoff`",
+            Setting::RetryOn => "`retry_on`",
+        }
+    }
+}
+
+/// The text of an [`Error::InvalidSetting`], with the settings it names kept apart so that each
+/// face can name them as its users write them.
+///
+/// Its [`Display`](std::fmt::Display) uses [`Setting::rust_name`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingMessage {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Text(String),
+    Setting(Setting),
+}
+
+impl SettingMessage {
+    pub(crate) fn new() -> SettingMessage {
+        SettingMessage { parts: Vec::new() }
+    }
+
+    /// Appends literal text.
+    pub(crate) fn text(mut self, text: impl Into<String>) -> SettingMessage {
+        self.parts.push(Part::Text(text.into()));
+        self
+    }
+
+    /// Appends the name of a setting, as the face rendering the message calls it.
+    pub(crate) fn setting(mut self, setting: Setting) -> SettingMessage {
+        self.parts.push(Part::Setting(setting));
+        self
+    }
+
+    /// The settings the message names, in order (a setting named twice is listed twice).
+    pub fn settings(&self) -> impl Iterator<Item = Setting> + '_ {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Setting(s) => Some(*s),
+            Part::Text(_) => None,
+        })
+    }
+
+    /// The message with every setting called by `name`: how a face other than Rust shows the
+    /// error (Java: `|s| match s { Setting::Ttl => "ttlSeconds", ... }`).
+    pub fn render(&self, name: impl Fn(Setting) -> &'static str) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(text) => out.push_str(text),
+                Part::Setting(setting) => out.push_str(name(*setting)),
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for SettingMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(Setting::rust_name))
+    }
+}
+
+impl From<SettingMessage> for Error {
+    fn from(message: SettingMessage) -> Error {
+        Error::InvalidSetting(message)
+    }
+}
+
+/// The error of the Redis or PostgreSQL driver behind a store error, kept as the
+/// [`source`](std::error::Error::source) of [`StoreError::Unavailable`],
+/// [`Error::StoreUnavailable`] and [`Error::StoreOperation`].
+///
+/// Its [`Display`](std::fmt::Display), and that of each error in its own `source()` chain, is
+/// the driver's text with the store URL's secrets hidden when the store was being opened (SPEC
+/// v1.1 rule 11). [`DriverError::get_ref`] gives the driver's error itself, to downcast
+/// (`redis::RedisError`, `tokio_postgres::Error`); its own text is not redacted, so neither
+/// `Display` nor `Debug` of a `DriverError` shows it.
+#[derive(Clone)]
+pub struct DriverError(std::sync::Arc<DriverLink>);
+
+/// One error of a [`DriverError`]'s chain.
+struct DriverLink {
+    text: String,
+    next: Option<DriverError>,
+    original: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl DriverError {
+    /// Keeps `error`, with its text and the texts of its sources copied for display.
+    #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+    pub(crate) fn new(error: impl std::error::Error + Send + Sync + 'static) -> DriverError {
+        let mut texts = vec![error.to_string()];
+        let mut source = error.source();
+        while let Some(cause) = source {
+            texts.push(cause.to_string());
+            source = cause.source();
+        }
+        let original: Box<dyn std::error::Error + Send + Sync + 'static> = Box::new(error);
+        DriverError::chain(texts, Some(original))
+    }
+
+    /// The chain of `texts` (the first on top), holding `original` at the top.
+    fn chain(
+        texts: Vec<String>,
+        mut original: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> DriverError {
+        let count = texts.len();
+        let mut next = None;
+        for (i, text) in texts.into_iter().rev().enumerate() {
+            next = Some(DriverError(std::sync::Arc::new(DriverLink {
+                text,
+                next,
+                original: if i + 1 == count {
+                    original.take()
+                } else {
+                    None
+                },
+            })));
+        }
+        next.expect("one text at least")
+    }
+
+    /// The driver's error itself (`None` for the errors further down its chain), to downcast.
+    /// Its text may contain what [`Display`](std::fmt::Display) hides: do not show it.
+    pub fn get_ref(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.0.original.as_deref()
+    }
+
+    /// The texts of the chain, top first.
+    fn texts(&self) -> Vec<&str> {
+        let mut texts = Vec::new();
+        let mut link = Some(self);
+        while let Some(e) = link {
+            texts.push(e.0.text.as_str());
+            link = e.0.next.as_ref();
+        }
+        texts
+    }
+
+    /// The same error with `hide` applied to every text of its chain (say, hiding the secrets
+    /// of the URL being opened).
+    #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+    pub(crate) fn scrubbed(self, hide: &dyn Fn(&str) -> String) -> DriverError {
+        let texts = self.texts().into_iter().map(hide).collect();
+        let original = match std::sync::Arc::try_unwrap(self.0) {
+            Ok(mut link) => link.original.take(),
+            // Shared: the copy keeps the texts only (the original stays with the other holder).
+            Err(_) => None,
+        };
+        DriverError::chain(texts, original)
+    }
+}
+
+/// The texts of the chain, never the driver's error itself (its `Debug` may show what
+/// `Display` hides).
+impl std::fmt::Debug for DriverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.texts()).finish()
+    }
+}
+
+impl std::fmt::Display for DriverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.text)
+    }
+}
+
+impl std::error::Error for DriverError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .next
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Two driver errors are equal when they read the same (the driver's own error has no `==`).
+impl PartialEq for DriverError {
+    fn eq(&self, other: &DriverError) -> bool {
+        self.texts() == other.texts()
+    }
+}
+
+impl Eq for DriverError {}
 
 /// A store operation outside the calls of tools, named in [`Error::StoreOperation`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StoreOperation {
     /// Opening the store; `store` is its URL without secrets.
-    Open { store: String },
+    Open {
+        /// The store's URL, without secrets.
+        store: String,
+    },
     /// Deleting every record of a tenant (`None`: the records without a tenant).
-    Forget { tenant: Option<String> },
+    Forget {
+        /// The tenant, in NFC (`None`: the records without a tenant).
+        tenant: Option<String>,
+    },
     /// Deleting the expired records.
     PurgeExpired,
     /// Creating the store's table.
@@ -302,25 +639,112 @@ pub fn shell_word(text: &str) -> String {
 /// A store failure: the server is unreachable, timed out or answered an error.
 ///
 /// The executor turns it into [`Error::StoreUnavailable`]; it never reads as permission to run.
+/// New variants may be added, so a `match` needs a wildcard arm.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
-    #[error("{0}")]
-    Unavailable(String),
+    /// The server could not be reached, timed out or answered an error: the message says
+    /// which store (without secrets) and what happened; the driver's error is the source.
+    #[error("{message}")]
+    Unavailable {
+        /// What happened, and where.
+        message: String,
+        /// The Redis or PostgreSQL driver's error behind it, if any.
+        #[source]
+        source: Option<DriverError>,
+    },
+    /// The store is set up wrongly (a missing table, a bad URL, an evicting Redis): fix the
+    /// configuration; retrying will not help.
     #[error("store misconfigured: {0}")]
     Configuration(String),
+    /// A record could not be read back: it was written by something else or by an unknown
+    /// format version.
     #[error("record in the store is corrupt or of an unknown format: {0}")]
     Corrupt(String),
 }
 
 impl StoreError {
+    /// An [`StoreError::Unavailable`] with this message and no driver error (for stores of
+    /// your own).
     pub fn unavailable(message: impl std::fmt::Display) -> StoreError {
-        StoreError::Unavailable(message.to_string())
+        StoreError::Unavailable {
+            message: message.to_string(),
+            source: None,
+        }
+    }
+
+    /// An [`StoreError::Unavailable`] whose message is `context` and the driver's error (as
+    /// `{context}: {error}`), keeping the error as the source.
+    #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+    pub(crate) fn driver(
+        context: impl std::fmt::Display,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        StoreError::Unavailable {
+            message: format!("{context}: {error}"),
+            source: Some(DriverError::new(error)),
+        }
+    }
+
+    /// An [`StoreError::Unavailable`] with this whole message, keeping `error` as the source.
+    #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+    pub(crate) fn driver_message(
+        message: impl Into<String>,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        StoreError::Unavailable {
+            message: message.into(),
+            source: Some(DriverError::new(error)),
+        }
+    }
+
+    /// The driver's error behind this one, if any.
+    pub fn driver_error(&self) -> Option<&DriverError> {
+        match self {
+            StoreError::Unavailable { source, .. } => source.as_ref(),
+            _ => None,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot log in as app with password hunter2")]
+    struct Echoing(#[source] std::io::Error);
+
+    /// A driver error keeps its chain as texts, scrubbed everywhere when asked; Debug shows
+    /// only those texts; the driver's error itself stays reachable to downcast.
+    #[test]
+    fn a_driver_error_is_a_source_chain_without_secrets() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "hunter2 refused");
+        let driver = DriverError::new(Echoing(io)).scrubbed(&|t| t.replace("hunter2", "***"));
+        let error = Error::StoreOperation {
+            operation: StoreOperation::Open {
+                store: "postgres://app:***@db/app".into(),
+            },
+            message: "cannot connect".into(),
+            source: Some(driver.clone()),
+        };
+        let mut shown = format!("{error} {error:?}");
+        let mut source = std::error::Error::source(&error);
+        let mut texts = Vec::new();
+        while let Some(cause) = source {
+            shown.push_str(&format!(" {cause} {cause:?}"));
+            texts.push(cause.to_string());
+            source = cause.source();
+        }
+        assert_eq!(
+            texts,
+            ["cannot log in as app with password ***", "*** refused"]
+        );
+        assert!(!shown.contains("hunter2"), "{shown}");
+        let original = driver.get_ref().expect("the driver's error");
+        assert!(original.downcast_ref::<Echoing>().is_some());
+        assert_eq!(error.driver_error(), Some(&driver));
+    }
 
     /// An operation error names the operation in words, never as a tool in backticks.
     #[test]
@@ -330,6 +754,7 @@ mod tests {
                 tenant: Some("acme".into()),
             },
             message: "Redis at redis://127.0.0.1:6390/0: connection refused".into(),
+            source: None,
         };
         assert_eq!(forget.kind(), ErrorKind::StoreUnavailable);
         assert_eq!(
@@ -341,6 +766,7 @@ mod tests {
                 store: "redis://:***@127.0.0.1:6390/0".into(),
             },
             message: "connection refused".into(),
+            source: None,
         };
         assert_eq!(
             open.to_string(),

@@ -5,9 +5,10 @@ use std::sync::{Arc, RwLock};
 
 use crate::key::Key;
 
-/// The kinds of event (SPEC §3).
+/// The kinds of event (SPEC §3). New kinds may be added, so a `match` needs a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i32)]
+#[non_exhaustive]
 pub enum EventKind {
     /// The key was claimed: the body runs.
     Acquired = 0,
@@ -34,6 +35,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every kind, in code order.
     pub const ALL: [EventKind; 10] = [
         EventKind::Acquired,
         EventKind::Deduplicated,
@@ -64,13 +66,17 @@ impl EventKind {
     }
 }
 
-/// One event, borrowed for the duration of the listener call.
+/// One event, borrowed for the duration of the listener call. New fields may be added.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct Event<'a> {
+    /// What happened.
     pub kind: EventKind,
     /// The tool or action name.
     pub tool: &'a str,
+    /// The call's key (`None` for strategies that keep no record).
     pub key: Option<&'a Key>,
+    /// The call's tenant, in NFC.
     pub tenant: Option<&'a str>,
     /// For `store_error` and `record_failed`: what went wrong.
     pub detail: Option<&'a str>,

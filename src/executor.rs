@@ -31,21 +31,27 @@ const INLINE_SETTLE: Duration = Duration::from_millis(100);
 /// Tenant and run of a call: both are part of the key; records are tenant-scoped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallContext {
+    /// The tenant the call acts for: keys and records are separate per tenant (after NFC).
     pub tenant: Option<String>,
     /// A new run is a new key: the same call re-asked in a new run runs again.
     pub run: Option<String>,
 }
 
 impl CallContext {
+    /// No tenant, no run.
     pub fn new() -> CallContext {
         CallContext::default()
     }
 
+    /// The same context for this tenant (at most 1,024 bytes of UTF-8 after NFC, else the
+    /// call is refused as an invalid key).
     pub fn tenant(mut self, tenant: impl Into<String>) -> CallContext {
         self.tenant = Some(tenant.into());
         self
     }
 
+    /// The same context in this run (say, one agent session): the same call in another run
+    /// gets another key.
     pub fn run(mut self, run: impl Into<String>) -> CallContext {
         self.run = Some(run.into());
         self
@@ -55,14 +61,18 @@ impl CallContext {
 /// What a body may want to know about its own call, e.g. to pass the key on as an
 /// `Idempotency-Key` header.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CallInfo {
     /// The 64-hex key (`HASH_INPUT`, `EXPLICIT`), the fresh UUID (`UUID`), or `None` (`NONE`).
     pub key: Option<String>,
+    /// The call's tenant, in NFC.
     pub tenant: Option<String>,
 }
 
-/// The next thing the caller of the two-step protocol does.
+/// The next thing the caller of the two-step protocol does. New steps may be added, so a
+/// `match` needs a wildcard arm.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Step {
     /// Run the body, then call [`Executor::succeed`] or [`Executor::fail`].
     Run,
@@ -73,8 +83,10 @@ pub enum Step {
     Pending,
 }
 
-/// What happened to a body's outcome.
+/// What happened to a body's outcome. New cases may be added, so a `match` needs a wildcard
+/// arm.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Recording {
     /// Recorded (a success, or a failure with `cache_failures`); repeats get it.
     Recorded,
@@ -212,6 +224,7 @@ pub struct Attempt<T: Borrow<Tool> = Tool> {
 }
 
 impl<T: Borrow<Tool>> Attempt<T> {
+    /// The tool being called.
     pub fn tool(&self) -> &Tool {
         self.tool.borrow()
     }
@@ -230,10 +243,12 @@ impl<T: Borrow<Tool>> Attempt<T> {
         }
     }
 
+    /// The call's tenant, in NFC: the tenant of its record.
     pub fn tenant(&self) -> Option<&str> {
         self.tenant.as_deref()
     }
 
+    /// The call's owner token (128 random bits), the same for every step of the call.
     pub fn token(&self) -> Token {
         self.token
     }
@@ -264,19 +279,31 @@ impl<T: Borrow<Tool>> Attempt<T> {
 }
 
 /// A call's error: idemkit's own, or the body's (returned unchanged the first time).
+///
+/// Both variants are transparent: the [`Display`](std::fmt::Display) and
+/// [`source`](std::error::Error::source) of a `CallError` are those of the error inside, so
+/// an error report shows the body's error and its whole chain once. Match on the variant to
+/// get the error itself. New variants may be added, so a `match` needs a wildcard arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError<E> {
+    /// idemkit refused or failed the call (a cached failure, fail-fast, a store error, ...);
+    /// see [`Error::kind`].
     #[error(transparent)]
     Idempotency(#[from] Error),
-    #[error("{0}")]
+    /// The body ran and failed with this error (it is remembered, by type name and message,
+    /// when the policy caches failures).
+    #[error(transparent)]
     Body(E),
     /// An `EFFECTFUL` body failed and its failure is held (SPEC v1.1 rule 7): `error` is the
-    /// indeterminate error naming tool and key, `cause` the body's own error.
+    /// indeterminate error naming tool and key, `cause` the body's own error (also its
+    /// [`source`](std::error::Error::source)).
     #[error("{error}")]
     Held {
         /// The indeterminate error ([`Error::Indeterminate`]).
         error: Error,
         /// The body's error.
+        #[source]
         cause: E,
     },
 }
@@ -287,6 +314,14 @@ impl<E> CallError<E> {
         match self {
             CallError::Idempotency(e) | CallError::Held { error: e, .. } => Some(e),
             CallError::Body(_) => None,
+        }
+    }
+
+    /// The body's error, if it is one (for [`CallError::Held`], the held failure's cause).
+    pub fn body(&self) -> Option<&E> {
+        match self {
+            CallError::Body(e) | CallError::Held { cause: e, .. } => Some(e),
+            CallError::Idempotency(_) => None,
         }
     }
 }
@@ -360,6 +395,8 @@ impl std::fmt::Debug for Executor {
 }
 
 impl Executor {
+    /// An executor over `store`, with its own event counts. Share one executor (it is cheap to
+    /// clone) rather than making one per call: the counts and subscribers live in it.
     pub fn new(store: Arc<dyn Store>) -> Executor {
         Executor {
             store,
@@ -377,6 +414,7 @@ impl Executor {
         Ok(self)
     }
 
+    /// The store the executor claims keys in (for operator work: `forget`, `list`, ...).
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
@@ -1266,6 +1304,7 @@ impl Executor {
         Error::StoreUnavailable {
             tool: attempt.tool().name().to_owned(),
             message: format!("{} ({})", error, self.store.describe()),
+            source: error.driver_error().cloned(),
         }
     }
 

@@ -35,6 +35,11 @@
 //! See `docs/SPEC.md` in the repository for the full contract: key derivation (§2), the claim
 //! protocol (§3) and the stores (§4); `docs/ARCHITECTURE.md` maps each rule of §3 to the function
 //! that carries it out.
+//!
+//! Features: `redis` ([`store::redis`]), `postgres` ([`store::postgres`]), `testing` (the store
+//! conformance suite, `testing`), `cli` (the `idemkit` operator binary).
+
+#![warn(missing_docs)]
 
 #[cfg(feature = "capi")]
 pub mod capi;
@@ -73,3 +78,73 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The public enums and structs that may grow are `#[non_exhaustive]`: outside the crate, a
+/// `match` without a wildcard arm, or a struct literal, does not compile. Each block below must
+/// fail to compile.
+///
+/// ```compile_fail,E0004
+/// fn name(kind: idemkit::ErrorKind) -> &'static str {
+///     use idemkit::ErrorKind::*;
+///     match kind {
+///         InvalidKey | Configuration | CachedFailure | FailFast | InProgress | Indeterminate
+///         | StoreUnavailable | OutcomeTooLarge | Timeout | Internal => "known",
+///     }
+/// }
+/// ```
+///
+/// ```compile_fail,E0004
+/// fn name(kind: idemkit::EventKind) -> &'static str {
+///     use idemkit::EventKind::*;
+///     match kind {
+///         Acquired | Deduplicated | Waited | WaitTimedOut | FailedFast | Indeterminate
+///         | Released | StoreError | RecordFailed => "known",
+///     }
+/// }
+/// ```
+///
+/// ```compile_fail,E0004
+/// fn name(error: &idemkit::Error) -> &'static str {
+///     use idemkit::Error::*;
+///     match error {
+///         InvalidKey { .. } | Configuration(_) | InvalidSetting(_) | CachedFailure { .. }
+///         | FailFast { .. } | InProgress { .. } | Indeterminate { .. }
+///         | StoreUnavailable { .. } | StoreOperation { .. } | OutcomeTooLarge { .. }
+///         | Timeout { .. } | Internal(_) => "known",
+///     }
+/// }
+/// ```
+///
+/// ```compile_fail,E0004
+/// fn name(error: &idemkit::CallError<std::io::Error>) -> &'static str {
+///     match error {
+///         idemkit::CallError::Idempotency(_) => "idemkit",
+///         idemkit::CallError::Body(_) => "body",
+///     }
+/// }
+/// ```
+///
+/// ```compile_fail,E0639
+/// let policy = idemkit::Policy {
+///     strategy: idemkit::KeyStrategy::HashInput,
+///     ttl: std::time::Duration::from_secs(60),
+///     on_cache_hit: idemkit::RetryBehavior::ReturnCached,
+///     cache_failures: false,
+///     key_arguments: Vec::new(),
+///     lease: std::time::Duration::from_secs(30),
+/// };
+/// ```
+///
+/// The same code with a wildcard arm compiles:
+///
+/// ```
+/// fn name(error: &idemkit::CallError<std::io::Error>) -> &'static str {
+///     match error {
+///         idemkit::CallError::Idempotency(_) => "idemkit",
+///         idemkit::CallError::Body(_) => "body",
+///         _ => "newer",
+///     }
+/// }
+/// ```
+#[cfg(doctest)]
+pub struct NonExhaustiveDoctests;

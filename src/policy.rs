@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::error::Error;
+use crate::error::{Error, Setting, SettingMessage};
 
 /// How a call's key is derived (SPEC §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -199,27 +199,46 @@ impl RetryPolicy {
         self
     }
 
-    /// Checks the policy; messages name the field and the fix.
+    /// Checks the policy.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidSetting`] naming the setting and the fix: no runs at all, a longest
+    /// pause shorter than the first or over [`MAX_SPAN`], an empty error type name.
     pub fn validate(&self) -> Result<(), Error> {
+        let say = SettingMessage::new;
         if self.max_attempts == 0 {
-            return Err(Error::config(
-                "retry maxAttempts must be at least 1 (1 = run once, no retry); it was 0",
-            ));
+            return Err(say()
+                .text("the retry policy's ")
+                .setting(Setting::MaxAttempts)
+                .text(" must be at least 1 (1 = run once, no retry); it was 0")
+                .into());
         }
         if self.max_backoff < self.initial_backoff {
-            return Err(Error::config(format!(
-                "retry maxBackoff ({} ms) must not be shorter than initialBackoff ({} ms)",
-                self.max_backoff.as_millis(),
-                self.initial_backoff.as_millis()
-            )));
+            return Err(say()
+                .text("the retry policy's ")
+                .setting(Setting::MaxBackoff)
+                .text(format!(
+                    " ({} ms) must not be shorter than its ",
+                    self.max_backoff.as_millis()
+                ))
+                .setting(Setting::InitialBackoff)
+                .text(format!(" ({} ms)", self.initial_backoff.as_millis()))
+                .into());
         }
         if self.max_backoff > MAX_SPAN {
-            return Err(Error::config("retry maxBackoff must be at most 100 years"));
+            return Err(say()
+                .text("the retry policy's ")
+                .setting(Setting::MaxBackoff)
+                .text(" must be at most 100 years")
+                .into());
         }
         if self.retry_on.iter().any(|t| t.trim().is_empty()) {
-            return Err(Error::config(
-                "retry retryOn contains an empty error type name; list error type names",
-            ));
+            return Err(say()
+                .text("the retry policy's ")
+                .setting(Setting::RetryOn)
+                .text(" contains an empty error type name; list error type names")
+                .into());
         }
         Ok(())
     }
@@ -256,13 +275,17 @@ pub const MAX_SPAN: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// An idempotency policy: how keys are made and what repeats get.
 ///
-/// Build one with [`Policy::default`] and the `with_*` methods; it is validated when a
-/// [`Tool`] is built from it.
+/// Build one with [`Policy::default`] or [`Policy::new`] and the `with_*` methods; it is
+/// validated when a [`Tool`] is built from it. Its fields can be read; new ones may be added,
+/// so it cannot be built as a struct literal outside this crate.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Policy {
+    /// How the key is derived (default [`KeyStrategy::HashInput`]).
     pub strategy: KeyStrategy,
     /// How long a record is kept after its outcome (default 3600 s).
     pub ttl: Duration,
+    /// What a repeat of a remembered call gets (default [`RetryBehavior::ReturnCached`]).
     pub on_cache_hit: RetryBehavior,
     /// Whether failed calls are remembered too (default false).
     pub cache_failures: bool,
@@ -308,21 +331,33 @@ impl Policy {
         }
     }
 
+    /// Keeps each record for `ttl` after its outcome (or after its lease ends without one);
+    /// after that the key is free and a repeat runs again. Must be more than zero and at most
+    /// [`MAX_SPAN`]; otherwise building the [`Tool`] fails with [`Error::InvalidSetting`].
     pub fn with_ttl(mut self, ttl: Duration) -> Policy {
         self.ttl = ttl;
         self
     }
 
+    /// Sets what a repeat of a remembered call gets: the remembered result, a run again after a
+    /// remembered failure, or a [`FailFast`](crate::ErrorKind::FailFast) error.
     pub fn with_on_cache_hit(mut self, on_cache_hit: RetryBehavior) -> Policy {
         self.on_cache_hit = on_cache_hit;
         self
     }
 
+    /// Whether a failed body's error is remembered (`true`: repeats get it as a
+    /// [`CachedFailure`](crate::ErrorKind::CachedFailure) under `RETURN_CACHED`) or its claim
+    /// released so a retry runs again (`false`, the default).
     pub fn with_cache_failures(mut self, cache_failures: bool) -> Policy {
         self.cache_failures = cache_failures;
         self
     }
 
+    /// For [`KeyStrategy::HashInput`]: keys on these members of the input only (the arguments
+    /// that identify the effect), not the whole input. Building the [`Tool`] fails with
+    /// [`Error::InvalidSetting`] for another strategy, an empty name or a name given twice
+    /// (also as two spellings equal after NFC).
     pub fn with_key_arguments<I, S>(mut self, names: I) -> Policy
     where
         I: IntoIterator<Item = S>,
@@ -332,6 +367,11 @@ impl Policy {
         self
     }
 
+    /// Sets how long a claim holds while its body runs: after `lease` without an outcome the
+    /// claim is abandoned and repeats get [`Indeterminate`](crate::ErrorKind::Indeterminate).
+    /// Set it longer than the body can run. Must be more than zero, at most [`MAX_SPAN`], and
+    /// longer than the tool's timeout; otherwise building the [`Tool`] fails with
+    /// [`Error::InvalidSetting`].
     pub fn with_lease(mut self, lease: Duration) -> Policy {
         self.lease = lease;
         self
@@ -396,51 +436,86 @@ impl Policy {
         }
     }
 
-    /// Checks the policy for the tool `tool`; messages name the field and the fix.
+    /// Checks the policy for the tool `tool`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidSetting`] naming the tool, the setting and the fix: a zero TTL or
+    /// lease, one over [`MAX_SPAN`], `key_arguments` with a strategy other than `HASH_INPUT`,
+    /// or an empty or repeated name in `key_arguments`; an effect that contradicts
+    /// `cache_failures` or the error lists, or an empty or twice-listed error type.
     pub fn validate(&self, tool: &str) -> Result<(), Error> {
+        let say = SettingMessage::new;
         if self.ttl.is_zero() {
-            return Err(Error::config(format!(
-                "ttlSeconds must be > 0 on `{tool}`; it was 0. Use strategy NONE for no protection"
-            )));
+            return Err(say()
+                .setting(Setting::Ttl)
+                .text(format!(
+                    " must be > 0 on `{tool}`; it was 0. Use strategy NONE for no protection"
+                ))
+                .into());
         }
-        for (field, value) in [("ttlSeconds", self.ttl), ("leaseSeconds", self.lease)] {
+        for (setting, value) in [(Setting::Ttl, self.ttl), (Setting::Lease, self.lease)] {
             if value > MAX_SPAN {
-                return Err(Error::config(format!(
-                    "{field} must be at most {} s (100 years) on `{tool}`; it was {} s",
-                    MAX_SPAN.as_secs(),
-                    value.as_secs()
-                )));
+                return Err(say()
+                    .setting(setting)
+                    .text(format!(
+                        " must be at most {} s (100 years) on `{tool}`; it was {} s",
+                        MAX_SPAN.as_secs(),
+                        value.as_secs()
+                    ))
+                    .into());
             }
         }
         if self.lease.is_zero() {
-            return Err(Error::config(format!(
-                "leaseSeconds must be > 0 on `{tool}`; it was 0. Set it longer than the body can run"
-            )));
+            return Err(say()
+                .setting(Setting::Lease)
+                .text(format!(
+                    " must be > 0 on `{tool}`; it was 0. Set it longer than the body can run"
+                ))
+                .into());
         }
         if !self.key_arguments.is_empty() && self.strategy != KeyStrategy::HashInput {
-            return Err(Error::config(format!(
-                "keyArguments is set on `{tool}` but its strategy is {}; keyArguments only applies to HASH_INPUT",
-                self.strategy.name()
-            )));
+            return Err(say()
+                .setting(Setting::KeyArguments)
+                .text(format!(
+                    " is set on `{tool}` but its strategy is {}; ",
+                    self.strategy.name()
+                ))
+                .setting(Setting::KeyArguments)
+                .text(" only applies to HASH_INPUT")
+                .into());
         }
         if self.effect == Effect::ReadOnly && self.cache_failures {
-            return Err(Error::config(format!(
-                "cacheFailures is set on `{tool}` but its effect is READ_ONLY, which claims and records nothing; drop cacheFailures or choose IDEMPOTENT or EFFECTFUL"
-            )));
+            return Err(say()
+                .setting(Setting::CacheFailures)
+                .text(format!(" is set on `{tool}` but its "))
+                .setting(Setting::Effect)
+                .text(
+                    " is READ_ONLY, which claims and records nothing; drop it or choose IDEMPOTENT or EFFECTFUL",
+                )
+                .into());
         }
         if self.effect == Effect::ReadOnly && !self.permanent_errors.is_empty() {
-            return Err(Error::config(format!(
-                "permanent error types are listed on `{tool}` but its effect is READ_ONLY, which records nothing; drop them or choose IDEMPOTENT or EFFECTFUL"
-            )));
+            return Err(say()
+                .setting(Setting::PermanentErrors)
+                .text(format!(" lists error types on `{tool}` but its "))
+                .setting(Setting::Effect)
+                .text(
+                    " is READ_ONLY, which records nothing; drop them or choose IDEMPOTENT or EFFECTFUL",
+                )
+                .into());
         }
-        for (field, list) in [
-            ("noEffect", &self.no_effect_errors),
-            ("permanent", &self.permanent_errors),
+        for (setting, list) in [
+            (Setting::NoEffectErrors, &self.no_effect_errors),
+            (Setting::PermanentErrors, &self.permanent_errors),
         ] {
             if list.iter().any(|t| t.trim().is_empty()) {
-                return Err(Error::config(format!(
-                    "{field} on `{tool}` contains an empty error type name; list error type names"
-                )));
+                return Err(say()
+                    .setting(setting)
+                    .text(format!(
+                        " on `{tool}` contains an empty error type name; list error type names"
+                    ))
+                    .into());
             }
         }
         if let Some(both) = self
@@ -448,23 +523,33 @@ impl Policy {
             .iter()
             .find(|t| self.permanent_errors.contains(t))
         {
-            return Err(Error::config(format!(
-                "`{both}` is listed on `{tool}` both as noEffect and as permanent; list it once"
-            )));
+            return Err(say()
+                .text(format!("`{both}` is listed on `{tool}` both in "))
+                .setting(Setting::NoEffectErrors)
+                .text(" and in ")
+                .setting(Setting::PermanentErrors)
+                .text("; list it once")
+                .into());
         }
         let mut seen = std::collections::HashSet::new();
         for name in &self.key_arguments {
             if name.is_empty() {
-                return Err(Error::config(format!(
-                    "keyArguments on `{tool}` contains an empty name; list parameter names"
-                )));
+                return Err(say()
+                    .setting(Setting::KeyArguments)
+                    .text(format!(
+                        " on `{tool}` contains an empty name; list parameter names"
+                    ))
+                    .into());
             }
             // Names equal after NFC select the same member of the input.
             if !seen.insert(crate::key::nfc(name)) {
-                return Err(Error::config(format!(
-                    "keyArguments on `{tool}` names `{name}` twice (names are compared after \
-                     NFC normalisation); list each parameter once"
-                )));
+                return Err(say()
+                    .setting(Setting::KeyArguments)
+                    .text(format!(
+                        " on `{tool}` names `{name}` twice (names are compared after \
+                         NFC normalisation); list each parameter once"
+                    ))
+                    .into());
             }
         }
         Ok(())
@@ -492,11 +577,25 @@ struct ToolDefinition {
 
 impl Tool {
     /// A tool with this name and policy and no deadline; validated here.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Configuration`] for an empty name or one over 1,024 bytes after NFC;
+    /// [`Error::InvalidSetting`] for a policy that [`Policy::validate`] refuses.
     pub fn new(name: impl Into<String>, policy: Policy) -> Result<Tool, Error> {
         Tool::with_timeout(name, policy, None)
     }
 
-    /// A tool whose calls (store lookup, waiting and body together) must finish within `timeout`.
+    /// A tool whose calls (store lookup, waiting and body together) must finish within `timeout`
+    /// (`None`: no deadline). A caller still waiting at the deadline gets
+    /// [`InProgress`](crate::ErrorKind::InProgress), a body still running
+    /// [`Timeout`](crate::ErrorKind::Timeout).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tool::new`], and [`Error::InvalidSetting`] for a zero timeout or, when the strategy
+    /// uses the store, one not shorter than the lease (a live call could be reported
+    /// abandoned).
     pub fn with_timeout(
         name: impl Into<String>,
         policy: Policy,
@@ -521,17 +620,27 @@ impl Tool {
         policy.validate(&name)?;
         if let Some(t) = timeout {
             if t.is_zero() {
-                return Err(Error::config(format!(
-                    "timeoutMs must be > 0 on `{name}`; leave it unset for no deadline"
-                )));
+                return Err(SettingMessage::new()
+                    .setting(Setting::Timeout)
+                    .text(format!(
+                        " must be > 0 on `{name}`; leave it unset for no deadline"
+                    ))
+                    .into());
             }
             if policy.strategy.uses_store() && t >= policy.lease {
-                return Err(Error::config(format!(
-                    "timeoutMs ({} ms) must be shorter than leaseSeconds ({} s) on `{name}`: \
-                     raise leaseSeconds or lower timeoutMs, or a live call could be reported abandoned",
-                    t.as_millis(),
-                    policy.lease.as_secs_f64()
-                )));
+                return Err(SettingMessage::new()
+                    .setting(Setting::Timeout)
+                    .text(format!(" ({} ms) must be shorter than ", t.as_millis()))
+                    .setting(Setting::Lease)
+                    .text(format!(
+                        " ({} s) on `{name}`: raise ",
+                        policy.lease.as_secs_f64()
+                    ))
+                    .setting(Setting::Lease)
+                    .text(" or lower ")
+                    .setting(Setting::Timeout)
+                    .text(", or a live call could be reported abandoned")
+                    .into());
             }
         }
         Ok(Tool {
@@ -544,21 +653,31 @@ impl Tool {
         })
     }
 
-    /// Checks that every `key_arguments` name is one of `parameters` (done when a tool is registered).
+    /// Checks that every `key_arguments` name is one of `parameters` (done when a tool is
+    /// registered by a face that knows the parameter names, such as Java).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidSetting`] naming the first name that is not a parameter, and listing the
+    /// parameters.
     pub fn check_parameters<S: AsRef<str>>(&self, parameters: &[S]) -> Result<(), Error> {
         for name in &self.inner.policy.key_arguments {
             if !parameters.iter().any(|p| p.as_ref() == name) {
                 let known: Vec<&str> = parameters.iter().map(|p| p.as_ref()).collect();
-                return Err(Error::config(format!(
-                    "keyArguments on `{}` names `{name}`, which is not a parameter of the tool; its parameters are [{}]",
-                    self.inner.name,
-                    known.join(", ")
-                )));
+                return Err(SettingMessage::new()
+                    .setting(Setting::KeyArguments)
+                    .text(format!(
+                        " on `{}` names `{name}`, which is not a parameter of the tool; its parameters are [{}]",
+                        self.inner.name,
+                        known.join(", ")
+                    ))
+                    .into());
             }
         }
         Ok(())
     }
 
+    /// The tool's name, as given.
     pub fn name(&self) -> &str {
         &self.inner.name
     }
@@ -568,10 +687,12 @@ impl Tool {
         &self.inner.scope
     }
 
+    /// The tool's (validated) policy.
     pub fn policy(&self) -> &Policy {
         &self.inner.policy
     }
 
+    /// The tool's deadline for a whole call, if it has one.
     pub fn timeout(&self) -> Option<Duration> {
         self.inner.timeout
     }
@@ -664,29 +785,23 @@ mod tests {
         assert_eq!(err.kind(), crate::ErrorKind::Configuration);
         assert!(err
             .to_string()
-            .contains("ttlSeconds must be > 0 on `send_email`"));
+            .contains("`ttl` must be > 0 on `send_email`"));
     }
 
     #[test]
     fn a_ttl_or_lease_beyond_100_years_is_refused() {
         let huge = Duration::from_secs(10_000_000_000_000_000);
         let err = Tool::new("t", Policy::default().with_ttl(huge)).unwrap_err();
-        assert!(
-            err.to_string().contains("ttlSeconds must be at most"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("`ttl` must be at most"), "{err}");
         let err = Tool::new("t", Policy::default().with_lease(huge)).unwrap_err();
-        assert!(
-            err.to_string().contains("leaseSeconds must be at most"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("`lease` must be at most"), "{err}");
         assert!(Tool::new("t", Policy::default().with_ttl(MAX_SPAN)).is_ok());
     }
 
     #[test]
     fn zero_lease_is_refused() {
         let err = Tool::new("t", Policy::default().with_lease(Duration::ZERO)).unwrap_err();
-        assert!(err.to_string().contains("leaseSeconds must be > 0"));
+        assert!(err.to_string().contains("`lease` must be > 0"));
     }
 
     #[test]
@@ -694,10 +809,59 @@ mod tests {
         let policy = Policy::default().with_lease(Duration::from_secs(2));
         let err =
             Tool::with_timeout("t", policy.clone(), Some(Duration::from_secs(2))).unwrap_err();
-        assert!(err
-            .to_string()
-            .contains("must be shorter than leaseSeconds"));
+        assert!(err.to_string().contains("must be shorter than `lease`"));
         assert!(Tool::with_timeout("t", policy, Some(Duration::from_millis(1999))).is_ok());
+    }
+
+    /// The Rust face names the Rust settings; a face with other names (Java: `ttlSeconds`)
+    /// renders the same decision with its own, and the settings are named as data.
+    #[test]
+    fn setting_errors_name_the_setting_as_each_face_does() {
+        let policy = Policy::default().with_lease(Duration::from_secs(2));
+        let err = Tool::with_timeout("t", policy, Some(Duration::from_secs(2))).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Configuration);
+        assert_eq!(
+            err.to_string(),
+            "`timeout` (2000 ms) must be shorter than `lease` (2 s) on `t`: raise `lease` or \
+             lower `timeout`, or a live call could be reported abandoned"
+        );
+        let Error::InvalidSetting(message) = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            message.settings().collect::<Vec<_>>(),
+            [
+                Setting::Timeout,
+                Setting::Lease,
+                Setting::Lease,
+                Setting::Timeout
+            ]
+        );
+        let java = |s: Setting| match s {
+            Setting::Ttl => "ttlSeconds",
+            Setting::Lease => "leaseSeconds",
+            Setting::Timeout => "timeoutMs",
+            Setting::KeyArguments => "keyArguments",
+            other => other.rust_name(),
+        };
+        assert_eq!(
+            message.render(java),
+            "timeoutMs (2000 ms) must be shorter than leaseSeconds (2 s) on `t`: raise \
+             leaseSeconds or lower timeoutMs, or a live call could be reported abandoned"
+        );
+        for policy in [
+            Policy::default().with_ttl(Duration::ZERO),
+            Policy::default().with_lease(Duration::ZERO),
+            Policy::new(KeyStrategy::Explicit).with_key_arguments(["a"]),
+            Policy::default().with_key_arguments(["a", "a"]),
+        ] {
+            let err = Tool::new("t", policy).unwrap_err();
+            let text = err.to_string();
+            for java_name in ["ttlSeconds", "leaseSeconds", "timeoutMs", "keyArguments"] {
+                assert!(!text.contains(java_name), "{text}");
+            }
+            assert!(matches!(err, Error::InvalidSetting(_)), "{err:?}");
+        }
     }
 
     #[test]

@@ -67,7 +67,9 @@ impl<'de> Deserialize<'de> for Token {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RecordState {
+    /// Claimed by the owner token, no outcome yet.
     InProgress,
+    /// Has an outcome (success, remembered failure or too-large marker).
     Completed,
 }
 
@@ -76,12 +78,17 @@ pub enum RecordState {
 /// `Abandoned` is never stored: it is an in-progress record whose lease has ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
+    /// Claimed, and the lease has not ended: the owner may still be running the body.
     InProgress,
+    /// Claimed, and the lease ended without an outcome: the effect may or may not have
+    /// happened; an operator resolves it.
     Abandoned,
+    /// Has an outcome.
     Completed,
 }
 
 impl Status {
+    /// The name the CLI shows and reads: `in-progress`, `abandoned`, `completed`.
     pub fn name(self) -> &'static str {
         match self {
             Status::InProgress => "in-progress",
@@ -116,7 +123,10 @@ pub enum Outcome {
     /// The body failed (recorded only with `cacheFailures`).
     Failure(Failure),
     /// The body succeeded but its result was larger than the store keeps.
-    TooLarge { bytes: u64 },
+    TooLarge {
+        /// The size of the result, in bytes.
+        bytes: u64,
+    },
     /// The body of an `EFFECTFUL` tool failed in a way that may have had an effect: its error is
     /// kept, and every repeat gets the indeterminate error until an operator resolves the record
     /// (SPEC v1.1 rule 7). Unlike a failure, it is never claimed again under
@@ -180,12 +190,15 @@ impl Record {
 /// A failure as remembered: the error's type and message.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Failure {
+    /// The error's type name (Rust: the last path segment of the type; Java: the class name).
     #[serde(rename = "type")]
     pub error_type: String,
+    /// The error's message.
     pub message: String,
 }
 
 impl Failure {
+    /// A failure of this type with this message.
     pub fn new(error_type: impl Into<String>, message: impl Into<String>) -> Failure {
         Failure {
             error_type: error_type.into(),
@@ -202,15 +215,23 @@ pub struct Record {
     pub format: u32,
     /// The 64-hex key.
     pub key: String,
+    /// The call's tenant, in NFC (`None`: no tenant).
     pub tenant: Option<String>,
     /// The tool or action name.
     pub scope: String,
+    /// Claimed or completed.
     pub state: RecordState,
+    /// The owner token of the call that claimed it.
     pub token: Token,
+    /// When it was claimed.
     pub claimed_at: i64,
+    /// When the claim's lease ends (a record still in progress then is abandoned).
     pub lease_end: i64,
+    /// How long it is kept after its outcome, in milliseconds.
     pub ttl_ms: i64,
+    /// When it expires and the key is free again.
     pub expires_at: i64,
+    /// The outcome, once completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
 }

@@ -1206,3 +1206,44 @@ async fn in_progress_then_indeterminate(exec: &Executor, clock: &ManualClock, t:
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
+
+/// A body's error keeps its source chain through `CallError`: the report of a failed call shows
+/// the body's error once and then its causes, and the body's error itself is reachable.
+#[tokio::test]
+async fn a_body_error_keeps_its_source_chain() {
+    #[derive(Debug, thiserror::Error)]
+    #[error("smtp refused the message")]
+    struct SmtpError(#[source] std::io::Error);
+
+    let (exec, _, _) = memory();
+    let tool = tool("send_email", Policy::default());
+    let result: Result<String, _> = exec
+        .call(
+            &tool,
+            &CallContext::new(),
+            KeyInput::Json(INPUT),
+            |_| async {
+                Err(SmtpError(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "connection reset by peer",
+                )))
+            },
+        )
+        .await;
+    let error = result.unwrap_err();
+    assert_eq!(error.to_string(), "smtp refused the message");
+    let cause = std::error::Error::source(&error).expect("the body error's source");
+    assert_eq!(cause.to_string(), "connection reset by peer");
+    assert!(cause.downcast_ref::<std::io::Error>().is_some());
+    assert!(error.body().is_some());
+    assert!(error.idempotency().is_none());
+    // As a boxed error, the whole chain is walked.
+    let boxed: Box<dyn std::error::Error> = Box::new(error);
+    let chain: Vec<String> = std::iter::successors(Some(&*boxed), |e| e.source())
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(
+        chain,
+        ["smtp refused the message", "connection reset by peer"]
+    );
+}

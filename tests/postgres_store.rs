@@ -907,10 +907,54 @@ async fn no_form_of_password_shows_in_errors_or_descriptions() {
         match idemkit::store::open(&form, &StoreOptions::default()).await {
             Ok(store) => assert!(!store.describe().contains("Zq7"), "{}", store.describe()),
             Err(e) => {
-                let text = format!("{e} {e:?}");
+                // The message and every error of its source chain (the driver's error included).
+                let text = common::whole_chain(&e);
                 assert!(!text.contains("Zq7"), "{form}: {text}");
             }
         }
+    }
+}
+
+/// A store error keeps the driver's error as its source: a database that does not exist and a
+/// closed port each give an `Error` whose `source()` is tokio-postgres's error, readable by
+/// downcasting (with the server's SQLSTATE), while its text shows no password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_errors_keep_the_drivers_error_as_their_source() {
+    let Some(url) = postgres_url() else { return };
+    let (user, rest) = url
+        .trim_start_matches("postgres://")
+        .split_once('@')
+        .unwrap();
+    let (host, _db) = rest.split_once('/').unwrap();
+    let user = user.split(':').next().unwrap();
+    let missing_db = format!("postgres://{user}:Zq7pw@{host}/idemkit_no_such_db");
+    let closed_port = format!(
+        "postgres://{user}:Zq7pw@127.0.0.1:{}/db",
+        common::free_port()
+    );
+    for form in [&missing_db, &closed_port] {
+        let Err(e) = idemkit::store::open(form, &StoreOptions::default()).await else {
+            panic!("{form} opened");
+        };
+        let driver = e
+            .driver_error()
+            .unwrap_or_else(|| panic!("{form}: {e} has no driver error"));
+        let source = std::error::Error::source(&e).expect("a source");
+        assert_eq!(source.to_string(), driver.to_string());
+        let original = driver
+            .get_ref()
+            .and_then(|o| o.downcast_ref::<tokio_postgres::Error>())
+            .unwrap_or_else(|| {
+                panic!("{form}: the source is not a tokio_postgres::Error: {driver:?}")
+            });
+        if form == &missing_db {
+            assert_eq!(
+                original.code(),
+                Some(&tokio_postgres::error::SqlState::INVALID_CATALOG_NAME),
+                "{original}"
+            );
+        }
+        assert!(!common::whole_chain(&e).contains("Zq7"), "{e:?}");
     }
 }
 

@@ -996,9 +996,77 @@ async fn no_form_of_password_shows_in_errors_or_descriptions() {
         match idemkit::store::open(&url, &StoreOptions::default()).await {
             Ok(store) => assert!(!store.describe().contains("Zq7"), "{}", store.describe()),
             Err(e) => {
-                let text = format!("{e} {e:?}");
+                // The message and every error of its source chain (the driver's error included).
+                let text = common::whole_chain(&e);
                 assert!(!text.contains("Zq7"), "{url}: {text}");
             }
         }
     }
+}
+
+/// A store error keeps the driver's error as its source: a closed port and a wrong password
+/// each give an `Error` whose `source()` is the redis crate's error, readable by downcasting,
+/// while its text shows no password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_errors_keep_the_drivers_error_as_their_source() {
+    let Some(url) = redis_url() else { return };
+    let port = url
+        .trim_start_matches("redis://")
+        .split(['/', '?'])
+        .next()
+        .unwrap()
+        .to_owned();
+    for url in [
+        format!("redis://:Zq7pw@127.0.0.1:{}/0", free_port()),
+        format!("redis://user:Zq7pw@{port}/0"),
+    ] {
+        let Err(e) = idemkit::store::open(&url, &StoreOptions::default()).await else {
+            panic!("{url} opened");
+        };
+        assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{url}: {e}");
+        let source =
+            std::error::Error::source(&e).unwrap_or_else(|| panic!("{url}: {e} has no source"));
+        let driver = e.driver_error().expect("a driver error");
+        assert_eq!(source.to_string(), driver.to_string());
+        assert!(
+            e.to_string().ends_with(&driver.to_string()),
+            "{e} / {driver}"
+        );
+        let original = driver
+            .get_ref()
+            .and_then(|o| o.downcast_ref::<redis::RedisError>())
+            .unwrap_or_else(|| panic!("{url}: the source is not a RedisError: {driver:?}"));
+        assert_eq!(original.to_string(), driver.to_string());
+        assert!(!common::whole_chain(&e).contains("Zq7"), "{e:?}");
+    }
+
+    // During a call: the executor's store-unavailable error has the driver's error as source.
+    let Some(mut server) = PrivateRedis::start(&["--maxmemory-policy", "noeviction"]) else {
+        return;
+    };
+    let store = idemkit::store::open(&server.url(""), &StoreOptions::default())
+        .await
+        .unwrap();
+    server.stop();
+    let executor = Executor::new(store);
+    let tool = tool("source_chain", Duration::from_secs(30));
+    let result = executor
+        .call(
+            &tool,
+            &CallContext::new(),
+            KeyInput::Explicit("source-chain"),
+            |_| async { Ok::<_, std::io::Error>(1) },
+        )
+        .await;
+    let Err(CallError::Idempotency(e)) = result else {
+        panic!("expected store-unavailable, got {result:?}");
+    };
+    assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{e}");
+    let driver = e
+        .driver_error()
+        .unwrap_or_else(|| panic!("{e} has no driver error"));
+    assert!(
+        driver.get_ref().unwrap().is::<redis::RedisError>(),
+        "{driver:?}"
+    );
 }

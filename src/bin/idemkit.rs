@@ -504,7 +504,7 @@ async fn scan(
         now = now.max(page.now_ms);
         records.extend(page.records);
         pages += 1;
-        if progress && pages % 4 == 0 {
+        if progress && pages.is_multiple_of(4) {
             eprint!(
                 "\rscanned {pages} pages, {} matching records…",
                 records.len()

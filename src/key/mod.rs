@@ -33,42 +33,69 @@ pub const KEY_SPEC_VERSION: &str = "idemkit/v1";
 
 /// Why a key could not be derived. Messages say where (a JSON path such as
 /// `input.items[2].name`, or `explicit key`) and what to change.
+///
+/// New variants may be added, so a `match` needs a wildcard arm.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyError {
     /// The input is not strict JSON (RFC 8259).
     #[error("{path}: not valid JSON at byte {offset}: {detail}; send strict JSON (RFC 8259)")]
     Syntax {
+        /// Where in the input: a JSON path such as `input.items[2].name`.
         path: String,
+        /// The byte offset of the error in the JSON text.
         offset: usize,
+        /// What the parser found.
         detail: String,
     },
     /// Two members of one object have names that are equal after NFC normalisation.
     #[error("{path}: duplicate member {name:?} after NFC normalisation; send each member once")]
-    DuplicateMember { path: String, name: String },
+    DuplicateMember {
+        /// The path of the object.
+        path: String,
+        /// The member name, as first seen.
+        name: String,
+    },
     /// A `\uXXXX` escape names half of a surrogate pair without the other half.
     #[error(
         "{path}: lone surrogate \\u{code:04x} at byte {offset}; \
          send whole characters (a high and a low surrogate together)"
     )]
     LoneSurrogate {
+        /// Where in the input.
         path: String,
+        /// The byte offset of the escape in the JSON text.
         offset: usize,
+        /// The UTF-16 code unit of the lone surrogate.
         code: u16,
     },
     /// NaN or an infinity, which JSON and keys do not allow.
     #[error("{path}: {value} is not a finite number; send a finite number, or a string")]
-    NonFinite { path: String, value: String },
+    NonFinite {
+        /// Where in the input.
+        path: String,
+        /// The value as given.
+        value: String,
+    },
     /// Arrays and objects nested deeper than [`MAX_DEPTH`].
     #[error("{path}: nested deeper than {limit} arrays/objects; flatten the input")]
-    TooDeep { path: String, limit: usize },
+    TooDeep {
+        /// Where in the input the limit was passed.
+        path: String,
+        /// The limit, [`MAX_DEPTH`].
+        limit: usize,
+    },
     /// A number literal longer than [`MAX_NUMBER_LITERAL_LEN`] characters.
     #[error(
         "{path}: a number literal of {length} characters is over the limit of {limit}; \
          send it as a string"
     )]
     NumberTooLong {
+        /// Where in the input.
         path: String,
+        /// The literal's length, in characters.
         length: usize,
+        /// The limit, [`MAX_NUMBER_LITERAL_LEN`].
         limit: usize,
     },
     /// A number literal whose exponent part is beyond ±[`MAX_EXPONENT`].
@@ -77,8 +104,11 @@ pub enum KeyError {
          send the number as a string or with a smaller exponent"
     )]
     ExponentOutOfRange {
+        /// Where in the input.
         path: String,
+        /// The exponent as given.
         exponent: String,
+        /// The limit, [`MAX_EXPONENT`].
         limit: u32,
     },
     /// An `EXPLICIT` key that is empty or only Unicode White_Space.
@@ -92,21 +122,30 @@ pub enum KeyError {
         "input: member {name:?} named in key_arguments is missing; \
          send it (a null value counts as present) or remove it from key_arguments"
     )]
-    MissingKeyArgument { name: String },
+    MissingKeyArgument {
+        /// The missing member's name.
+        name: String,
+    },
     /// `key_arguments` were given but the input is not an object.
     #[error(
         "input: key_arguments select members of an object, but the input is {found}; \
          send a JSON object or leave key_arguments empty"
     )]
-    KeyArgumentsNeedObject { found: String },
+    KeyArgumentsNeedObject {
+        /// What the input is instead (`an array`, `a string`, ...).
+        found: String,
+    },
     /// A tenant, run or scope (tool name) longer than [`MAX_IDENTITY_BYTES`] after NFC.
     #[error(
         "{field}: {bytes} bytes of UTF-8 (after NFC normalisation) is over the limit of {limit}; \
          use a shorter {field}"
     )]
     TooLong {
+        /// `tenant`, `run` or `scope`.
         field: &'static str,
+        /// Its length in bytes of UTF-8, after NFC.
         bytes: usize,
+        /// The limit, [`MAX_IDENTITY_BYTES`].
         limit: usize,
     },
     /// Two `key_arguments` names that are equal after NFC normalisation.
@@ -114,10 +153,16 @@ pub enum KeyError {
         "key_arguments: {name:?} is listed more than once (names are compared after NFC \
          normalisation); list each member once"
     )]
-    DuplicateKeyArgument { name: String },
+    DuplicateKeyArgument {
+        /// The name listed twice.
+        name: String,
+    },
     /// Text that should be a key (64 hex characters) is not one.
     #[error("not a key: {detail}; a key is 64 hexadecimal characters (a SHA-256 digest)")]
-    MalformedKey { detail: String },
+    MalformedKey {
+        /// What is wrong with the text (length, a character that is not hex).
+        detail: String,
+    },
 }
 
 /// What went wrong, before the path of where it went wrong is known.

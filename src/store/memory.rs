@@ -20,6 +20,7 @@ use crate::record::{Outcome, Record, RecordState, Token, RECORD_FORMAT};
 
 /// The store's clock: milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + 'static {
+    /// The time now, in milliseconds since the Unix epoch.
     fn now_ms(&self) -> i64;
 }
 
@@ -51,6 +52,7 @@ impl ManualClock {
         self.0.fetch_add(by.as_millis() as i64, Ordering::SeqCst);
     }
 
+    /// Sets the clock to `now_ms` (it may go back: a test of a clock step).
     pub fn set(&self, now_ms: i64) {
         self.0.store(now_ms, Ordering::SeqCst);
     }
@@ -222,10 +224,12 @@ impl MemoryStore {
     }
 
     /// How many records (live or expired but not yet swept) the store holds.
+    /// How many records it holds, expired ones not yet swept included.
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| lock(s).len).sum()
     }
 
+    /// Whether it holds no record at all.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -29,13 +29,16 @@ pub(crate) const MAX_SPAN_MS: u64 = crate::policy::MAX_SPAN.as_millis() as u64;
 /// Where a record lives: its tenant and key. Records are tenant-scoped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RecordId<'a> {
+    /// The tenant, in NFC (`None`: no tenant).
     pub tenant: Option<&'a str>,
+    /// The key.
     pub key: &'a Key,
 }
 
 /// One atomic claim of a key.
 #[derive(Debug, Clone, Copy)]
 pub struct ClaimRequest<'a> {
+    /// The record to claim.
     pub id: RecordId<'a>,
     /// The tool or action name, kept in the record for operators.
     pub scope: &'a str,
@@ -55,7 +58,10 @@ pub struct ClaimRequest<'a> {
 pub enum Claim {
     /// The key was free (no record, an expired one, a replaced failure) or already held by this
     /// token: the caller runs the body.
-    Acquired { lease_end: i64 },
+    Acquired {
+        /// When the new claim's lease ends, on the store's clock.
+        lease_end: i64,
+    },
     /// A remembered outcome exists.
     Completed(Record),
     /// Another token holds a live claim.
@@ -67,7 +73,9 @@ pub enum Claim {
 /// A claim's answer with the store's clock at the time it was made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimReply {
+    /// The store's clock when it claimed, in milliseconds since the Unix epoch.
     pub now_ms: i64,
+    /// What the claim found.
     pub claim: Claim,
 }
 
@@ -86,13 +94,20 @@ pub enum Resolution {
     /// Delete the claim: the next call runs the body.
     Release,
     /// Record this outcome: the next call gets it. Kept for `ttl_ms` from now.
-    Complete { outcome: Outcome, ttl_ms: u64 },
+    Complete {
+        /// The outcome to record.
+        outcome: Outcome,
+        /// How long to keep it, in milliseconds.
+        ttl_ms: u64,
+    },
 }
 
 /// What `resolve` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolved {
+    /// Released or recorded as asked.
     Done,
+    /// No live record under that id.
     NotFound,
     /// The record holds another token than the operator expected (it changed meanwhile).
     TokenMismatch(Record),
@@ -105,6 +120,7 @@ pub enum Resolved {
 pub struct ListFilter {
     /// `None`: every tenant; `Some(None)`: records without a tenant; `Some(Some(t))`: tenant `t`.
     pub tenant: Option<Option<String>>,
+    /// Only records in this status (`None`: any).
     pub status: Option<Status>,
     /// At most this many records per page (the store may return fewer; 0 means its default).
     pub limit: usize,
@@ -128,6 +144,7 @@ impl ListFilter {
 /// One page of `list`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Page {
+    /// The records of this page.
     pub records: Vec<Record>,
     /// Pass back to get the next page; `None` when the scan is done.
     pub next_cursor: Option<String>,
@@ -422,12 +439,21 @@ fn opening_failed(url: &str, error: StoreError) -> crate::Error {
         StoreError::Configuration(message) => {
             crate::Error::Configuration(scrub_secrets(&message, url))
         }
-        other => crate::Error::StoreOperation {
-            operation: crate::error::StoreOperation::Open {
-                store: redact_url(url),
-            },
-            message: scrub_secrets(&other.to_string(), url),
-        },
+        other => {
+            let message = scrub_secrets(&other.to_string(), url);
+            // Owned, so that the driver's error moves into the scrubbed copy.
+            let source = match other {
+                StoreError::Unavailable { source, .. } => source,
+                _ => None,
+            };
+            crate::Error::StoreOperation {
+                operation: crate::error::StoreOperation::Open {
+                    store: redact_url(url),
+                },
+                message,
+                source: source.map(|e| e.scrubbed(&|text| scrub_secrets(text, url))),
+            }
+        }
     }
 }
 

@@ -537,3 +537,15 @@ pub async fn check_newest_first(
         "idemkit list --limit 5 shows the newest first"
     );
 }
+
+/// `error`'s text and that of every error in its `source()` chain, with their `Debug` forms:
+/// everything an error report could print.
+pub fn whole_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = format!("{error} {error:?}");
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(" <- {cause} {cause:?}"));
+        source = cause.source();
+    }
+    text
+}

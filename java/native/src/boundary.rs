@@ -241,7 +241,7 @@ fn throw_idemkit(
             Some(error_type.as_str()),
             Some(message.as_str()),
         ),
-        E::Configuration(_) | E::Internal(_) | E::StoreOperation { .. } => (None, None, None),
+        _ => (None, None, None),
     };
     throw_coded(
         env,

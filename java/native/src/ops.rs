@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use std::time::Duration;
 
-use idemkit::error::StoreOperation;
+use idemkit::error::{Setting, StoreOperation};
 use idemkit::store::StoreOptions;
 use idemkit::{
     Answer, BodyReport, CallContext, Error, Executor, Failure as BodyFailure, KeyStrategy, Policy,
@@ -147,6 +147,7 @@ fn store_error(
     Failure::Idemkit(Error::StoreOperation {
         operation,
         message: format!("{error} ({})", store.executor.store().describe()),
+        source: error.driver_error().cloned(),
     })
 }
 
@@ -164,6 +165,23 @@ pub(crate) fn store_event_counts<'l>(env: &mut Env<'l>, store: jlong) -> Result<
     let array = JLongArray::new(env, counts.len())?;
     array.set_region(env, 0, &counts)?;
     Ok(array)
+}
+
+/// A setting error as Java users write the settings (`@Idempotent(ttlSeconds = ...)`); the
+/// core decided what is wrong, this only names the settings.
+fn java_names(error: Error) -> Failure {
+    match error {
+        Error::InvalidSetting(message) => Failure::Idemkit(Error::Configuration(message.render(
+            |setting| match setting {
+                Setting::Ttl => "ttlSeconds",
+                Setting::Lease => "leaseSeconds",
+                Setting::Timeout => "timeoutMs",
+                Setting::KeyArguments => "keyArguments",
+                other => other.rust_name(),
+            },
+        ))),
+        other => Failure::Idemkit(other),
+    }
 }
 
 fn seconds(tool: &str, field: &str, value: jlong) -> Result<Duration> {
@@ -210,9 +228,9 @@ pub(crate) fn tool_new(
         }
         t => Some(Duration::from_millis(t as u64)),
     };
-    let tool = Tool::with_timeout(name, policy, timeout)?;
+    let tool = Tool::with_timeout(name, policy, timeout).map_err(java_names)?;
     if let Some(parameters) = strings(env, parameters)? {
-        tool.check_parameters(&parameters)?;
+        tool.check_parameters(&parameters).map_err(java_names)?;
     }
     Ok(handles::tool_into_handle(tool))
 }
@@ -261,6 +279,11 @@ fn answer<'l>(
         Step::Run => (STEP_RUN, &[][..]),
         Step::Replay(json) => (STEP_REPLAY, json.as_bytes()),
         Step::Pending => (STEP_PENDING, &[][..]),
+        other => {
+            return Err(Failure::Idemkit(Error::Internal(format!(
+                "step {other:?} is unknown to this build of the Java binding"
+            ))))
+        }
     };
     let mut head = [0u8; HEADER + 64];
     head[0] = code;
@@ -515,6 +538,7 @@ pub(crate) fn postgres_create_table(
         other => Failure::Idemkit(Error::StoreOperation {
             operation: StoreOperation::CreateTable,
             message: other.to_string(),
+            source: other.driver_error().cloned(),
         }),
     };
     idemkit::runtime::block_on(async {

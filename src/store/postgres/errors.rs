@@ -44,15 +44,10 @@ impl PostgresStore {
                 self.table, self.url
             ));
         }
-        match e.as_db_error() {
-            Some(_) => StoreError::unavailable(format!(
-                "PostgreSQL at {} answered {}",
-                self.url,
-                error_text(&e)
-            )),
-            None => {
-                StoreError::unavailable(format!("PostgreSQL at {}: {}", self.url, error_text(&e)))
-            }
-        }
+        let message = match e.as_db_error() {
+            Some(_) => format!("PostgreSQL at {} answered {}", self.url, error_text(&e)),
+            None => format!("PostgreSQL at {}: {}", self.url, error_text(&e)),
+        };
+        StoreError::driver_message(message, e)
     }
 }

@@ -82,11 +82,8 @@ fn broken_connection(e: &tokio_postgres::Error) -> bool {
 impl PostgresStore {
     pub(super) async fn raw_connection(&self) -> Result<Client, StoreError> {
         let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
-            StoreError::unavailable(format!(
-                "cannot connect to {}: {}",
-                self.url,
-                error_text(&e)
-            ))
+            let message = format!("cannot connect to {}: {}", self.url, error_text(&e));
+            StoreError::driver_message(message, e)
         })?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
@@ -110,11 +107,12 @@ impl PostgresStore {
                             self.table, self.url
                         ))
                     } else {
-                        StoreError::unavailable(format!(
+                        let message = format!(
                             "cannot prepare the {text} statement on {}: {}",
                             self.url,
                             error_text(&e)
-                        ))
+                        );
+                        StoreError::driver_message(message, e)
                     }
                 })
             }
@@ -192,7 +190,7 @@ impl PostgresStore {
             if busy == 0 {
                 return slot;
             }
-            if least.map_or(true, |(fewest, _)| busy < fewest) {
+            if least.is_none_or(|(fewest, _)| busy < fewest) {
                 least = Some((busy, slot));
             }
         }

@@ -77,9 +77,7 @@ pub(super) async fn connect(
                         "{shown} is not a Redis Cluster (cluster support disabled); open it as redis://host:port/ instead"
                     ))
                 } else {
-                    StoreError::unavailable(format!(
-                        "cannot connect to Redis Cluster {shown}: {e}"
-                    ))
+                    StoreError::driver(format!("cannot connect to Redis Cluster {shown}"), e)
                 }
             })
 }

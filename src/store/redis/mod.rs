@@ -231,7 +231,7 @@ impl RedisStore {
         let policy = match answer {
             Ok(value) => config_value(&value),
             Err(e) if e.is_io_error() => {
-                return Err(StoreError::unavailable(format!("cannot reach {at}: {e}")))
+                return Err(StoreError::driver(format!("cannot reach {at}"), e))
             }
             Err(e) => {
                 log::warn!(
@@ -298,7 +298,7 @@ impl RedisStore {
     }
 
     fn error(&self, e: RedisError) -> StoreError {
-        StoreError::unavailable(format!("Redis at {}: {e}", self.url))
+        StoreError::driver(format!("Redis at {}", self.url), e)
     }
 
     /// SCANs `pattern` on every primary in batches and sends `command` for each key that `keep`

@@ -74,7 +74,7 @@ pub(super) async fn connect(
     for _ in 0..CONNECTIONS {
         let manager = ConnectionManager::new_with_config(client.clone(), config.clone())
             .await
-            .map_err(|e| StoreError::unavailable(format!("cannot connect to {shown}: {e}")))?;
+            .map_err(|e| StoreError::driver(format!("cannot connect to {shown}"), e))?;
         connections.push(Connection::Single(manager));
     }
     Ok(connections)

@@ -97,6 +97,7 @@ fn provoke_kind(code: jint) -> Result<()> {
         K::StoreUnavailable => Error::StoreUnavailable {
             tool,
             message: "connection refused".into(),
+            source: None,
         },
         K::OutcomeTooLarge => Error::OutcomeTooLarge {
             tool,
@@ -110,6 +111,11 @@ fn provoke_kind(code: jint) -> Result<()> {
             outcome: "its outcome is unknown".into(),
         },
         K::Internal => Error::Internal("provoked".into()),
+        other => {
+            return Err(Failure::IllegalArgument(format!(
+                "no provoked error for kind {other}"
+            )))
+        }
     };
     Err(Failure::Idemkit(error))
 }
@@ -174,6 +180,7 @@ fn rust_call<'l>(
             return Err(Failure::Idemkit(e))
         }
         Err(idemkit::CallError::Body(e)) => return Err(Failure::IllegalArgument(e)),
+        Err(other) => return Err(Failure::IllegalArgument(format!("{other:?}"))),
     };
     let reply = serde_json::json!({ "ran": ran.into_inner(), "result": value });
     Ok(JString::from_str(env, reply.to_string())?)
