@@ -53,7 +53,8 @@ use self::errors::error_text;
 use self::pool::{Slot, CONNECTIONS, CONNECT_TIMEOUT};
 use self::sql::Sql;
 pub use self::sql::{
-    schema_sql, validate_table_name, CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE, SCHEMA_SQL,
+    schema_sql, validate_table_name, CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE, HOT_UPDATES_SQL,
+    SCHEMA_SQL,
 };
 use super::{
     nfc, redact_url, repeated_resolution, Claim, ClaimReply, ClaimRequest, Completion, ListFilter,
@@ -151,8 +152,8 @@ impl PostgresStore {
     }
 
     /// Creates the table and its indexes if they do not exist (the DDL of every file of
-    /// `sql/postgres/`, 001 and 002, with this store's table name): on a table made by 001 it
-    /// adds the claimed_at index of 002.
+    /// `sql/postgres/`, 001 to 003, with this store's table name): on a table made by 001 it
+    /// adds the claimed_at index of 002 and applies 003 (fillfactor 80, no expires_at index).
     pub async fn create_table_if_missing(&self) -> Result<(), StoreError> {
         let ddl = schema_sql(&self.table)?;
         let client = self.raw_connection().await?;
