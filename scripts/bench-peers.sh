@@ -3,7 +3,7 @@
 # Redis and a private PostgreSQL this script starts and stops itself (so that the server
 # counters see only this run), and prints the table of BENCHMARKS.md's issue-16 section.
 #
-#   scripts/bench-peers.sh [--seconds N] [--keep-output]
+#   scripts/bench-peers.sh [--seconds N] [--before BINARY]
 #
 #   floors: `redis-benchmark` GET of one existing key (a repeat's floor) and SET NX of new keys
 #           (one round trip; an executed call needs two), `pgbench -M prepared` SELECT by key and
@@ -12,7 +12,10 @@
 #   peer and idemkit (Rust): benches/peers.rs — p50 of one caller, throughput of 8, and per call
 #           the client's CPU and context switches, the server's CPU (/proc), Redis command time
 #           (INFO commandstats) and PostgreSQL WAL (pg_stat_wal);
-#   memory: a hit through the Rust face against a SHA-256 + mutex-map (benches/peers.rs).
+#   memory: a hit through the Rust face against a SHA-256 + mutex-map (benches/peers.rs);
+#   --before BINARY: also runs a peers binary built from an earlier commit (copy
+#           target/release/deps/peers-* away before rebuilding), on fresh idemkit records and
+#           table, and adds its column: before and after in one run.
 #
 # Needs redis-server, redis-benchmark, PostgreSQL's initdb/pg_ctl/pgbench (as scripts/services.sh).
 set -euo pipefail
@@ -20,10 +23,12 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 SECONDS_PER_RUN=3
+BEFORE=""
 while (($#)); do
     case "$1" in
     --seconds) SECONDS_PER_RUN=$2; shift 2 ;;
-    *) echo "usage: $0 [--seconds N]" >&2; exit 2 ;;
+    --before) BEFORE=$(readlink -f "$2"); shift 2 ;;
+    *) echo "usage: $0 [--seconds N] [--before BINARY]" >&2; exit 2 ;;
     esac
 done
 
@@ -117,6 +122,12 @@ floors() {
 # The machine's load drifts: the floors run before and after the clients, and count as their mean.
 log "floors (1)"
 floors | tee "$OUT/floor1.txt" >&2
+if [[ -n "$BEFORE" ]]; then
+    log "the earlier build: memory, Redis and PostgreSQL"
+    "$BEFORE" --seconds "$SECONDS_PER_RUN" 2>/dev/null | tee "$OUT/before.txt" >&2
+    # The current build makes its table afresh, with every migration of its own.
+    "${PG[@]}" -c "DROP TABLE IF EXISTS idemkit_peers"
+fi
 log "memory, Redis and PostgreSQL: peer and idemkit"
 cargo bench -q --bench peers --features redis,postgres -- --seconds "$SECONDS_PER_RUN" 2>/dev/null |
     tee "$OUT/clients.txt" >&2
@@ -149,30 +160,44 @@ wal_floor = ((float(w[3]) - float(w[1])) / float(w[5]), (float(w[4]) - float(w[2
 def g(path, impl, key):
     return float(res[(path, impl)][key])
 
+import os
+before = {}
+if os.path.exists(f"{out}/before.txt"):
+    for line in open(f"{out}/before.txt"):
+        if line.startswith("RESULT "):
+            kv = dict(p.split("=", 1) for p in line.split()[1:])
+            before[(kv["path"], kv["impl"])] = kv
+
 rows = [
     ("Redis repeat", "redis_repeat", "GET", fl["redis_get_c1"][0], fl["redis_get_c8"][1], 1.15),
     ("Redis executed", "redis_executed", "2 × SET NX", 2 * fl["redis_setnx_c1"][0], fl["redis_setnx_c8"][1] / 2, 1.2),
     ("PostgreSQL repeat", "postgres_repeat", "SELECT by key", fl["pg_select_c1"][0], fl["pg_select_c8"][1], 1.15),
     ("PostgreSQL executed", "postgres_executed", "2 durable commits", 2 * fl["pg_write_c1"][0], fl["pg_write_c8"][1] / 2, 1.25),
 ]
-print("| path | floor p50 / 8-client ops/s | naive peer p50 / 8-caller calls/s | idemkit Rust p50 (÷ floor, target) / calls/s (÷ peer) |")
-print("|---|---|---|---|")
+print("| path | floor p50 / 8-client ops/s | naive peer p50 / 8-caller calls/s | idemkit Rust before: p50 (÷ floor) / calls/s (÷ peer) | idemkit Rust after: p50 (÷ floor, target) / calls/s (÷ peer) |")
+print("|---|---|---|---|---|")
 for label, path, fname, fp50, fops, target in rows:
     pp50, pops = g(path, "peer", "p50_us"), g(path, "peer", "ops8")
     ip50, iops = g(path, "idemkit", "p50_us"), g(path, "idemkit", "ops8")
     mark = "met" if ip50 / fp50 <= target else "missed"
-    print(f"| {label} | {fname}: {fp50:.0f} µs / {fops:,.0f} | {pp50:.0f} µs / {pops:,.0f} | "
+    b = before.get((path, "idemkit"))
+    bcol = f"{float(b['p50_us']):.0f} µs ({float(b['p50_us']) / fp50:.2f}×) / {float(b['ops8']):,.0f} ({float(b['ops8']) / pops:.2f}×)" if b else "—"
+    print(f"| {label} | {fname}: {fp50:.0f} µs / {fops:,.0f} | {pp50:.0f} µs / {pops:,.0f} | {bcol} | "
           f"{ip50:.0f} µs ({ip50 / fp50:.2f}×, ≤ {target}: {mark}) / {iops:,.0f} ({iops / pops:.2f}×) |")
 pm, im = g("memory_repeat", "peer", "ns"), g("memory_repeat", "idemkit", "ns")
-print(f"| memory repeat (Rust face) | — | {pm:.0f} ns (SHA-256 + mutex map) | {im:.0f} ns ({im / pm:.1f}× the map; target ≤ 400 ns: {'met' if im <= 400 else 'missed'}) |")
+b = before.get(("memory_repeat", "idemkit"))
+bcol = f"{float(b['ns']):.0f} ns ({float(b['ns']) / pm:.1f}× the map)" if b else "—"
+print(f"| memory repeat (Rust face) | — | {pm:.0f} ns (SHA-256 + mutex map) | {bcol} | {im:.0f} ns ({im / pm:.1f}× the map; target ≤ 400 ns: {'met' if im <= 400 else 'missed'}) |")
 print()
 print("Per call, the same run (client: this benchmark process; server: the private server's processes):")
 print()
 print("| path | impl | client CPU µs | context switches | server CPU µs | Redis command µs | WAL records | WAL bytes |")
 print("|---|---|---|---|---|---|---|---|")
 for path in ("redis_repeat", "redis_executed", "postgres_repeat", "postgres_executed"):
-    for impl in ("peer", "idemkit"):
-        kv = res[(path, impl)]
+    for impl in ("peer", "idemkit before", "idemkit"):
+        kv = before.get((path, "idemkit")) if impl == "idemkit before" else res[(path, impl)]
+        if kv is None:
+            continue
         print(f"| {path.replace('_', ' ')} | {impl} | {kv['client_cpu_us']} | {kv['ctx_switches']} | "
               f"{kv.get('server_cpu_us', '—')} | {kv.get('cmd_usec', '—')} | {kv.get('wal_records', '—')} | {kv.get('wal_bytes', '—')} |")
 print(f"| postgres floor (pgbench write, one commit) | — | — | — | — | — | {wal_floor[0]:.1f} | {wal_floor[1]:.0f} |")
