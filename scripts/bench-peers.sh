@@ -64,6 +64,11 @@ cat >>"$WORK/pg/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
 port = $PG_PORT
 unix_socket_directories = '$WORK'
+# WAL per call should count the calls only: no checkpoint during the run (its full-page images
+# would land on whichever phase came next), no autovacuum writing WAL of its own.
+checkpoint_timeout = '1h'
+max_wal_size = '10GB'
+autovacuum = off
 EOF
 as_postgres "$PG_BIN/pg_ctl" -D "$WORK/pg" -l "$WORK/pg.log" -w -t 60 start >/dev/null
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" PING >/dev/null 2>&1 && break; sleep 0.1; done
