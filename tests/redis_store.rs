@@ -1070,3 +1070,163 @@ async fn store_errors_keep_the_drivers_error_as_their_source() {
         "{driver:?}"
     );
 }
+
+/// A record written by the v1 claim script of idemkit 1.1 (`HSET` of the fields, then `HSET` of
+/// `tenant` when there is one, then `PEXPIREAT expires_at`), exactly as that script left it.
+async fn write_v1_record(
+    connection: &mut redis::aio::MultiplexedConnection,
+    record: &str,
+    fields: &[(&str, String)],
+    tenant: Option<&str>,
+) {
+    let expires_at: i64 = fields
+        .iter()
+        .find(|(name, _)| *name == "expires_at")
+        .unwrap()
+        .1
+        .parse()
+        .unwrap();
+    let mut pipe = redis::pipe();
+    pipe.cmd("HSET").arg(record).arg(fields).ignore();
+    if let Some(tenant) = tenant {
+        pipe.cmd("HSET")
+            .arg(record)
+            .arg("tenant")
+            .arg(tenant)
+            .ignore();
+    }
+    pipe.cmd("PEXPIREAT").arg(record).arg(expires_at).ignore();
+    let () = pipe.query_async(connection).await.unwrap();
+}
+
+/// The claim script reads a record with one positional `HMGET` (issue 16): records written by
+/// the earlier scripts (tenant written last, by a second HSET) are still read whole, settled by
+/// their owner and answered as remembered, and a remembered failure is still replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_written_by_the_v1_scripts_are_read_and_settled() {
+    let Some(url) = redis_url() else { return };
+    let prefix = unique_prefix();
+    let store = RedisStore::connect(&url, &options(&prefix)).await.unwrap();
+    let mut conn = raw(&url).await;
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+    let now = secs * 1000 + micros / 1000;
+    let named = random_tenant();
+    for tenant in [None, Some(named.as_str())] {
+        let key = random_key();
+        let id = RecordId { tenant, key: &key };
+        let owner = Token::random();
+        let (claimed_at, lease_end, expires_at) = (now, now + 60_000, now + 60_000 + 120_000);
+        write_v1_record(
+            &mut conn,
+            &store.record_key(id),
+            &[
+                ("v", "1".to_owned()),
+                ("key", key.hex()),
+                ("scope", "old_tool".to_owned()),
+                ("state", "in_progress".to_owned()),
+                ("token", owner.hex()),
+                ("claimed_at", claimed_at.to_string()),
+                ("lease_end", lease_end.to_string()),
+                ("ttl_ms", "120000".to_owned()),
+                ("expires_at", expires_at.to_string()),
+            ],
+            tenant,
+        )
+        .await;
+        let other = store
+            .claim(&request(id, Token::random(), 60_000, 120_000))
+            .await
+            .unwrap();
+        let Claim::InProgress(record) = other.claim else {
+            panic!("{tenant:?}: {:?}", other.claim)
+        };
+        assert_eq!(
+            (
+                record.key.as_str(),
+                record.tenant.as_deref(),
+                record.scope.as_str(),
+                record.token,
+            ),
+            (key.hex().as_str(), tenant, "old_tool", owner),
+        );
+        assert_eq!(
+            (
+                record.claimed_at,
+                record.lease_end,
+                record.ttl_ms,
+                record.expires_at,
+                record.outcome
+            ),
+            (claimed_at, lease_end, 120_000, expires_at, None)
+        );
+        // Its owner settles it, and a repeat is answered from it.
+        let completion = store
+            .complete(id, owner, &Outcome::success(r#"{"id":7}"#).unwrap(), 90_000)
+            .await
+            .unwrap();
+        assert_eq!(completion, idemkit::store::Completion::Recorded);
+        let repeat = store
+            .claim(&request(id, Token::random(), 60_000, 120_000))
+            .await
+            .unwrap();
+        let Claim::Completed(record) = repeat.claim else {
+            panic!("{tenant:?}: {:?}", repeat.claim)
+        };
+        assert_eq!(
+            record.outcome,
+            Some(Outcome::success(r#"{"id":7}"#).unwrap())
+        );
+        assert_eq!(record.tenant.as_deref(), tenant);
+
+        // A remembered failure written by the v1 scripts is replaced by a claim that retries it.
+        let key = random_key();
+        let id = RecordId { tenant, key: &key };
+        write_v1_record(
+            &mut conn,
+            &store.record_key(id),
+            &[
+                ("v", "1".to_owned()),
+                ("key", key.hex()),
+                ("scope", "old_tool".to_owned()),
+                ("state", "completed".to_owned()),
+                ("token", Token::random().hex()),
+                ("claimed_at", claimed_at.to_string()),
+                ("lease_end", lease_end.to_string()),
+                ("ttl_ms", "120000".to_owned()),
+                ("expires_at", expires_at.to_string()),
+                (
+                    "outcome",
+                    r#"{"failure":{"type":"E","message":"m"}}"#.to_owned(),
+                ),
+                ("outcome_kind", "failure".to_owned()),
+            ],
+            tenant,
+        )
+        .await;
+        let kept = store
+            .claim(&request(id, Token::random(), 60_000, 120_000))
+            .await
+            .unwrap();
+        assert!(
+            matches!(&kept.claim, Claim::Completed(r) if matches!(r.outcome, Some(Outcome::Failure(_)))),
+            "{:?}",
+            kept.claim
+        );
+        let mut retry = request(id, Token::random(), 60_000, 120_000);
+        retry.retry_failure = true;
+        let retried = store.claim(&retry).await.unwrap();
+        assert!(
+            matches!(retried.claim, Claim::Acquired { .. }),
+            "{:?}",
+            retried.claim
+        );
+        let (record, _) = store.get(id).await.unwrap();
+        let record = record.unwrap();
+        assert_eq!(
+            (record.tenant.as_deref(), record.outcome, record.token),
+            (tenant, None, retry.token)
+        );
+    }
+    store.forget(None).await.unwrap();
+    store.forget(Some(&named)).await.unwrap();
+}

@@ -54,7 +54,7 @@ use self::pool::{Slot, CONNECTIONS, CONNECT_TIMEOUT};
 use self::sql::Sql;
 pub use self::sql::{
     schema_sql, validate_table_name, CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE, HELD_OUTCOME_SQL,
-    SCHEMA_SQL,
+    HOT_UPDATES_SQL, SCHEMA_SQL,
 };
 use super::{
     nfc, redact_url, repeated_resolution, Claim, ClaimReply, ClaimRequest, Completion, ListFilter,
@@ -152,8 +152,9 @@ impl PostgresStore {
     }
 
     /// Creates the table and its indexes if they do not exist (the DDL of every file of
-    /// `sql/postgres/`, 001 to 003, with this store's table name): on a table made by 001 it
-    /// adds the claimed_at index of 002 and lets `outcome_kind` hold the held failures of 003.
+    /// `sql/postgres/`, 001 to 004, with this store's table name): on a table made by 001 it
+    /// adds the claimed_at index of 002, lets `outcome_kind` hold the held failures of 003 and
+    /// applies 004 (fillfactor 80, no expires_at index).
     pub async fn create_table_if_missing(&self) -> Result<(), StoreError> {
         let ddl = schema_sql(&self.table)?;
         let client = self.raw_connection().await?;

@@ -17,6 +17,15 @@ pub const CLAIMED_AT_INDEX_SQL: &str =
 pub const HELD_OUTCOME_SQL: &str =
     include_str!("../../../sql/postgres/003_idemkit_records_held_outcome.sql");
 
+/// The fourth migration: completions become HOT updates (no index on the columns they change,
+/// fillfactor 80), purge reads the claimed_at index.
+pub const HOT_UPDATES_SQL: &str = include_str!("../../../sql/postgres/004_idemkit_records_hot.sql");
+
+/// The index of 001 that 004 drops: [`schema_sql`] leaves it out rather than build it only to
+/// drop it.
+const EXPIRES_AT_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS idemkit_records_expires_at_idx ON idemkit_records (expires_at);";
+
 /// Checks a table name: `name` or `schema.name`, each part letters, digits and underscores,
 /// not starting with a digit, at most 63 bytes.
 pub fn validate_table_name(name: &str) -> Result<(), StoreError> {
@@ -36,12 +45,14 @@ pub fn validate_table_name(name: &str) -> Result<(), StoreError> {
     }
 }
 
-/// The schema DDL for `table` (validated): every file of `sql/postgres/`, in order.
+/// The schema DDL for `table` (validated): every file of `sql/postgres/`, in order, without the
+/// expires_at index of 001 that 004 drops.
 pub fn schema_sql(table: &str) -> Result<String, StoreError> {
     validate_table_name(table)?;
     let bare = table.rsplit('.').next().unwrap_or(table);
+    let first = SCHEMA_SQL.replace(EXPIRES_AT_INDEX, "");
     Ok(
-        format!("{SCHEMA_SQL}\n{CLAIMED_AT_INDEX_SQL}\n{HELD_OUTCOME_SQL}")
+        format!("{first}\n{CLAIMED_AT_INDEX_SQL}\n{HELD_OUTCOME_SQL}\n{HOT_UPDATES_SQL}")
             .replace("idemkit_records_", &format!("{bare}_"))
             .replace("idemkit_records", table),
     )
@@ -241,9 +252,12 @@ FROM now LEFT JOIN {table} AS c ON {} AND c.expires_at > now.t",
   SELECT ctid FROM {table} WHERE tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END)
   LIMIT $2::bigint)"
         );
+        // Oldest first, along the claimed_at index of 002 read backwards (004 drops the
+        // expires_at index so that completions are HOT updates).
         let purge = format!(
             "DELETE FROM {table} WHERE ctid IN (
   SELECT ctid FROM {table} WHERE expires_at <= date_trunc('milliseconds', clock_timestamp())
+  ORDER BY claimed_at, key DESC
   LIMIT $1::bigint)
 AND expires_at <= date_trunc('milliseconds', clock_timestamp())"
         );
@@ -292,9 +306,10 @@ mod tests {
     fn schema_sql_substitutes_the_table_name() {
         let ddl = schema_sql("app.records").unwrap();
         assert!(ddl.contains("CREATE TABLE IF NOT EXISTS app.records ("));
-        assert!(ddl.contains(
-            "CREATE INDEX IF NOT EXISTS records_expires_at_idx ON app.records (expires_at)"
-        ));
+        assert!(SCHEMA_SQL.contains(EXPIRES_AT_INDEX));
+        assert!(!ddl.contains("(expires_at)"), "{ddl}");
+        assert!(ddl.contains("ALTER TABLE app.records SET (fillfactor = 80)"));
+        assert!(ddl.contains("DROP INDEX IF EXISTS records_expires_at_idx"));
         assert!(!ddl.contains("idemkit_records"));
         assert!(schema_sql("bad name").is_err());
     }

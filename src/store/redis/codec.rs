@@ -49,36 +49,67 @@ pub(super) fn items(value: Value) -> Result<Vec<Value>, StoreError> {
     }
 }
 
+/// The fields of a record's hash that make a [`Record`], in the order the claim script reads
+/// them with one `HMGET` (`scripts/claim.lua`; a twelfth, `outcome_kind`, follows and is only
+/// for the scripts).
+const RECORD_FIELDS: [&str; 11] = [
+    "v",
+    "key",
+    "tenant",
+    "scope",
+    "state",
+    "token",
+    "claimed_at",
+    "lease_end",
+    "ttl_ms",
+    "expires_at",
+    "outcome",
+];
+
 /// A record from the flat `HGETALL` list of its hash.
 pub(super) fn record_from_hash(flat: &[Value]) -> Result<Record, StoreError> {
-    let mut v = None;
-    let mut key = None;
-    let mut tenant = None;
-    let mut scope = None;
-    let mut state = None;
-    let mut token = None;
-    let (mut claimed_at, mut lease_end, mut ttl_ms, mut expires_at) = (None, None, None, None);
-    let mut outcome = None;
+    let mut fields: [Option<&Value>; 11] = [None; 11];
     for pair in flat.chunks(2) {
         let [name, value] = pair else {
             return Err(StoreError::Corrupt("odd HGETALL answer".into()));
         };
         let name = text(name)?;
-        match name.as_str() {
-            "v" => v = Some(number(value)?),
-            "key" => key = Some(text(value)?),
-            "tenant" => tenant = Some(text(value)?),
-            "scope" => scope = Some(text(value)?),
-            "state" => state = Some(text(value)?),
-            "token" => token = Some(text(value)?),
-            "claimed_at" => claimed_at = Some(number(value)?),
-            "lease_end" => lease_end = Some(number(value)?),
-            "ttl_ms" => ttl_ms = Some(number(value)?),
-            "expires_at" => expires_at = Some(number(value)?),
-            "outcome" => outcome = Some(text(value)?),
-            _ => {}
+        if let Some(i) = RECORD_FIELDS.iter().position(|f| *f == name) {
+            fields[i] = Some(value);
         }
     }
+    record_from_fields(fields)
+}
+
+/// A record from the values of `HMGET` of [`RECORD_FIELDS`] (in that order; nil where absent).
+pub(super) fn record_from_values(values: &[Value]) -> Result<Record, StoreError> {
+    let mut fields: [Option<&Value>; 11] = [None; 11];
+    for (slot, value) in fields.iter_mut().zip(values) {
+        if !matches!(value, Value::Nil) {
+            *slot = Some(value);
+        }
+    }
+    record_from_fields(fields)
+}
+
+fn record_from_fields(fields: [Option<&Value>; 11]) -> Result<Record, StoreError> {
+    let [v, key, tenant, scope, state, token, claimed_at, lease_end, ttl_ms, expires_at, outcome] =
+        fields;
+    let some_text = |value: Option<&Value>| value.map(text).transpose();
+    let some_number = |value: Option<&Value>| value.map(number).transpose();
+    let v = some_number(v)?;
+    let key = some_text(key)?;
+    let tenant = some_text(tenant)?;
+    let scope = some_text(scope)?;
+    let state = some_text(state)?;
+    let token = some_text(token)?;
+    let (claimed_at, lease_end, ttl_ms, expires_at) = (
+        some_number(claimed_at)?,
+        some_number(lease_end)?,
+        some_number(ttl_ms)?,
+        some_number(expires_at)?,
+    );
+    let outcome = some_text(outcome)?;
     let key_text = key.clone().unwrap_or_default();
     let missing = |field: &str| StoreError::Corrupt(format!("record {key_text} has no `{field}`"));
     let format = v.ok_or_else(|| missing("v"))?;
@@ -132,6 +163,12 @@ pub(super) fn reply(value: Value) -> Result<(String, i64, Vec<Value>), StoreErro
 pub(super) fn record_in(rest: Vec<Value>) -> Result<Record, StoreError> {
     let flat = items(rest.into_iter().next().unwrap_or(Value::Nil))?;
     record_from_hash(&flat)
+}
+
+/// The record a claim answers with: the values of its `HMGET` (see [`record_from_values`]).
+pub(super) fn claimed_record_in(rest: Vec<Value>) -> Result<Record, StoreError> {
+    let values = items(rest.into_iter().next().unwrap_or(Value::Nil))?;
+    record_from_values(&values)
 }
 
 /// From `HMGET claimed_at expires_at state lease_end`: the record's `claimed_at` when it is

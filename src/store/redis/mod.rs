@@ -57,7 +57,8 @@ use redis::{RedisError, Value};
 
 use self::cluster::{cluster_node_urls, Node};
 use self::codec::{
-    config_value, items, number, ranking_fields, record_from_hash, record_in, reply, sum,
+    claimed_record_in, config_value, items, number, ranking_fields, record_from_hash, record_in,
+    reply, sum,
 };
 pub use self::layout::{glob_escape, tenant_segment};
 use self::layout::{is_record_suffix, ListCursor};
@@ -408,9 +409,9 @@ impl Store for RedisStore {
             "acquired" => Claim::Acquired {
                 lease_end: number(rest.first().unwrap_or(&Value::Nil))?,
             },
-            "completed" => Claim::Completed(record_in(rest)?),
-            "in_progress" => Claim::InProgress(record_in(rest)?),
-            "abandoned" => Claim::Abandoned(record_in(rest)?),
+            "completed" => Claim::Completed(claimed_record_in(rest)?),
+            "in_progress" => Claim::InProgress(claimed_record_in(rest)?),
+            "abandoned" => Claim::Abandoned(claimed_record_in(rest)?),
             other => {
                 return Err(StoreError::Corrupt(format!(
                     "unexpected claim answer {other:?} from {}",

@@ -1,0 +1,515 @@
+//! idemkit against a naive peer on the same servers, in one process: the p50 latency of one
+//! caller, the throughput of eight, and per call the client's CPU and context switches and the
+//! server's CPU (Redis) or WAL (PostgreSQL). Driven by `scripts/bench-peers.sh`, which adds the
+//! servers' own floor (`redis-benchmark`, `pgbench`) and prints the ratios.
+//!
+//! `cargo bench --bench peers --features redis,postgres -- [redis|postgres|memory]...
+//! [--seconds N]` with `PEERS_REDIS_URL`, `PEERS_POSTGRES_URL` (and, for server CPU,
+//! `PEERS_REDIS_PID`, `PEERS_POSTGRES_PID`: the redis-server and postmaster process ids).
+//!
+//! **The naive peer is NOT atomic** and exists only as a yardstick: it is what an application
+//! writes by hand — read the remembered result by a SHA-256 of the raw input; on a miss run the
+//! body and store the result (Redis `GET` then `SET ... EX`; PostgreSQL `SELECT` then
+//! `INSERT ... ON CONFLICT DO UPDATE`; a mutex-guarded map). Two concurrent first calls both run
+//! the body, a crash between the body and the write forgets it, and nothing tells a caller that
+//! the call is in progress. idemkit claims atomically, on the store's clock, with owner tokens.
+//!
+//! Prints one `RESULT path=... impl=... key=value ...` line per measurement.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use idemkit::store::postgres::PostgresStore;
+use idemkit::store::redis::RedisStore;
+use idemkit::store::StoreOptions;
+use idemkit::{CallContext, Executor, KeyInput, MemoryStore, Policy, Store, Token, Tool};
+use sha2::{Digest, Sha256};
+
+/// A realistic small input: idemkit derives its key from it (HASH_INPUT), the peer hashes it raw.
+fn input(n: u64, run: &str) -> String {
+    format!(r#"{{"to":"ana@example.com","subject":"Your booking","run":"{run}","order":{n}}}"#)
+}
+
+/// The body every call runs on a miss.
+const RESULT: &str = "msg-1";
+
+type Call<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// One way of making a deduplicated call.
+trait Caller: Send + Sync {
+    fn call<'a>(&'a self, input: &'a str) -> Call<'a>;
+}
+
+struct Idemkit {
+    executor: Executor,
+    tool: Tool,
+    context: CallContext,
+}
+
+impl Caller for Idemkit {
+    fn call<'a>(&'a self, input: &'a str) -> Call<'a> {
+        Box::pin(async move {
+            let result: Result<String, _> = self
+                .executor
+                .call(
+                    &self.tool,
+                    &self.context,
+                    KeyInput::Json(input),
+                    |_| async { Ok::<_, std::io::Error>(RESULT.to_owned()) },
+                )
+                .await;
+            assert_eq!(result.expect("call succeeds"), RESULT);
+        })
+    }
+}
+
+fn raw_key(input: &str) -> String {
+    let digest = Sha256::digest(input.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// NOT ATOMIC (see the module documentation): Redis `GET`, then on a miss `SET key v EX ttl`.
+struct NaiveRedis(redis::aio::MultiplexedConnection);
+
+impl Caller for NaiveRedis {
+    fn call<'a>(&'a self, input: &'a str) -> Call<'a> {
+        Box::pin(async move {
+            let key = format!("peer:{}", raw_key(input));
+            let mut c = self.0.clone();
+            let hit: Option<String> = redis::cmd("GET")
+                .arg(&key)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            let result = match hit {
+                Some(hit) => hit,
+                None => {
+                    let result = RESULT.to_owned();
+                    let _: () = redis::cmd("SET")
+                        .arg(&key)
+                        .arg(&result)
+                        .arg("EX")
+                        .arg(3600)
+                        .query_async(&mut c)
+                        .await
+                        .unwrap();
+                    result
+                }
+            };
+            assert_eq!(result, RESULT);
+        })
+    }
+}
+
+/// NOT ATOMIC (see the module documentation): PostgreSQL `SELECT` by key, then on a miss one
+/// `INSERT ... ON CONFLICT DO UPDATE` (one durable commit).
+struct NaivePostgres {
+    client: tokio_postgres::Client,
+    select: tokio_postgres::Statement,
+    upsert: tokio_postgres::Statement,
+}
+
+const PEER_TABLE: &str = "CREATE TABLE IF NOT EXISTS peer_records (
+    tenant text NOT NULL, key text NOT NULL, outcome json NOT NULL, expires_at timestamptz NOT NULL,
+    PRIMARY KEY (tenant, key));
+CREATE INDEX IF NOT EXISTS peer_records_expires_at_idx ON peer_records (expires_at);
+TRUNCATE peer_records";
+
+impl NaivePostgres {
+    async fn connect(url: &str) -> NaivePostgres {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client.batch_execute(PEER_TABLE).await.unwrap();
+        let select = client
+            .prepare("SELECT outcome::text FROM peer_records WHERE tenant = $1 AND key = $2 AND expires_at > now()")
+            .await
+            .unwrap();
+        let upsert = client
+            .prepare(
+                "INSERT INTO peer_records (tenant, key, outcome, expires_at)
+                 VALUES ($1, $2, ($3::text)::json, now() + interval '1 hour')
+                 ON CONFLICT (tenant, key) DO UPDATE SET outcome = excluded.outcome, expires_at = excluded.expires_at",
+            )
+            .await
+            .unwrap();
+        NaivePostgres {
+            client,
+            select,
+            upsert,
+        }
+    }
+}
+
+impl Caller for NaivePostgres {
+    fn call<'a>(&'a self, input: &'a str) -> Call<'a> {
+        Box::pin(async move {
+            let key = raw_key(input);
+            let row = self
+                .client
+                .query_opt(&self.select, &[&"bench", &key])
+                .await
+                .unwrap();
+            let result = match row {
+                Some(row) => serde_json::from_str::<String>(row.get::<_, &str>(0)).unwrap(),
+                None => {
+                    let result = RESULT.to_owned();
+                    let json = serde_json::to_string(&result).unwrap();
+                    self.client
+                        .execute(&self.upsert, &[&"bench", &key, &json])
+                        .await
+                        .unwrap();
+                    result
+                }
+            };
+            assert_eq!(result, RESULT);
+        })
+    }
+}
+
+/// CPU ticks (user + system) of a process, all its threads.
+fn ticks(pid: &str) -> u64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    let after = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+    let fields: Vec<&str> = after.split(' ').collect();
+    // Fields 14 and 15 of stat (utime, stime) are 12 and 13 after the command name.
+    fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0)
+}
+
+/// CPU ticks of a server: the process and its direct children (PostgreSQL backends).
+fn server_ticks(pid: Option<&str>) -> Option<u64> {
+    let pid = pid?;
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    Some(ticks(pid) + children.split_whitespace().map(ticks).sum::<u64>())
+}
+
+fn context_switches() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .filter(|l| l.contains("ctxt_switches:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum()
+}
+
+const TICK_US: f64 = 10_000.0; // USER_HZ = 100 on Linux
+
+/// Server-side counters read before and after a measured loop.
+#[async_trait::async_trait]
+trait ServerCounters: Send + Sync {
+    /// `name=value` pairs, accumulated since the last call.
+    async fn snapshot(&self) -> Vec<(&'static str, f64)>;
+}
+
+struct RedisCounters(redis::aio::MultiplexedConnection);
+
+#[async_trait::async_trait]
+impl ServerCounters for RedisCounters {
+    /// `cmd_usec`: the servers' own time in the top-level commands a caller sends (EVALSHA,
+    /// GET, SET; a script's inner commands are counted inside its EVALSHA).
+    async fn snapshot(&self) -> Vec<(&'static str, f64)> {
+        let mut c = self.0.clone();
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let mut usec = 0.0;
+        for line in info.lines() {
+            for name in ["cmdstat_evalsha:", "cmdstat_get:", "cmdstat_set:"] {
+                if let Some(rest) = line.strip_prefix(name) {
+                    let v = rest
+                        .split(',')
+                        .find_map(|f| f.strip_prefix("usec="))
+                        .unwrap();
+                    usec += v.parse::<f64>().unwrap();
+                }
+            }
+        }
+        vec![("cmd_usec", usec)]
+    }
+}
+
+struct PostgresCounters(tokio_postgres::Client);
+
+#[async_trait::async_trait]
+impl ServerCounters for PostgresCounters {
+    /// WAL written by the whole (private) server: records and bytes.
+    async fn snapshot(&self) -> Vec<(&'static str, f64)> {
+        let row = self
+            .0
+            .query_one(
+                "SELECT wal_records::float8, wal_bytes::float8 FROM pg_stat_wal",
+                &[],
+            )
+            .await
+            .unwrap();
+        vec![("wal_records", row.get(0)), ("wal_bytes", row.get(1))]
+    }
+}
+
+struct Plan {
+    seconds: f64,
+    server_pid: Option<String>,
+}
+
+/// One path (a repeat or an executed call) for one implementation: p50 of one caller with the
+/// counters per call, then the calls per second of eight concurrent callers.
+async fn measure(
+    path: &str,
+    name: &str,
+    caller: Arc<dyn Caller>,
+    repeats: bool,
+    counters: &dyn ServerCounters,
+    plan: &Plan,
+) {
+    let run = Token::random().hex();
+    if repeats {
+        caller.call(&input(0, &run)).await;
+    }
+    // Warm up (connections, scripts, prepared statements, caches).
+    for n in 0..200 {
+        let text = if repeats {
+            input(0, &run)
+        } else {
+            input(1 << 50 | n, &run)
+        };
+        caller.call(&text).await;
+    }
+    let before_server = counters.snapshot().await;
+    let before_ticks = server_ticks(plan.server_pid.as_deref());
+    let before_self = ticks("self");
+    let before_switches = context_switches();
+    let mut times = Vec::new();
+    let started = Instant::now();
+    let mut n = 0u64;
+    while started.elapsed().as_secs_f64() < plan.seconds {
+        let text = if repeats {
+            input(0, &run)
+        } else {
+            input(n, &run)
+        };
+        let t = Instant::now();
+        caller.call(&text).await;
+        times.push(t.elapsed());
+        n += 1;
+    }
+    let calls = n as f64;
+    let switches = (context_switches() - before_switches) as f64 / calls;
+    let client_us = (ticks("self") - before_self) as f64 * TICK_US / calls;
+    let server_us = server_ticks(plan.server_pid.as_deref())
+        .zip(before_ticks)
+        .map(|(a, b)| (a - b) as f64 * TICK_US / calls);
+    let after_server = counters.snapshot().await;
+    times.sort();
+    let p50 = times[times.len() / 2].as_secs_f64() * 1e6;
+    let mut line = format!(
+        "RESULT path={path} impl={name} calls={n} p50_us={p50:.1} client_cpu_us={client_us:.1} ctx_switches={switches:.2}"
+    );
+    if let Some(server_us) = server_us {
+        line += &format!(" server_cpu_us={server_us:.1}");
+    }
+    for ((key, a), (_, b)) in after_server.iter().zip(&before_server) {
+        line += &format!(" {key}={:.1}", (a - b) / calls);
+    }
+    // Eight concurrent callers.
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for task in 0..8u64 {
+        let (caller, stop, done, run) = (caller.clone(), stop.clone(), done.clone(), run.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut n = (task + 1) << 40;
+            while !stop.load(Ordering::Relaxed) {
+                let text = if repeats {
+                    input(0, &run)
+                } else {
+                    input(n, &run)
+                };
+                caller.call(&text).await;
+                n += 1;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs_f64(plan.seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let rate = done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
+    println!("{line} ops8={rate:.0}");
+}
+
+/// Both paths, peer and idemkit alternating.
+async fn store_paths(
+    store: &str,
+    peer: Arc<dyn Caller>,
+    idemkit: Arc<dyn Caller>,
+    counters: &dyn ServerCounters,
+    plan: &Plan,
+) {
+    for (path, repeats) in [("repeat", true), ("executed", false)] {
+        let path = format!("{store}_{path}");
+        measure(&path, "peer", peer.clone(), repeats, counters, plan).await;
+        measure(&path, "idemkit", idemkit.clone(), repeats, counters, plan).await;
+    }
+}
+
+/// The naive in-memory baseline: SHA-256 of the raw input text and a mutex-guarded map.
+struct NaiveMap(Mutex<HashMap<[u8; 32], String>>);
+
+impl NaiveMap {
+    fn call(&self, input: &str) -> String {
+        let key: [u8; 32] = Sha256::digest(input.as_bytes()).into();
+        if let Some(hit) = self.0.lock().unwrap().get(&key) {
+            return hit.clone();
+        }
+        let result = RESULT.to_owned();
+        self.0.lock().unwrap().insert(key, result.clone());
+        result
+    }
+}
+
+/// Nanoseconds per call of `f`: the median of 7 batches.
+fn per_call(calls: u32, mut f: impl FnMut()) -> f64 {
+    let mut batches: Vec<f64> = (0..7)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..calls {
+                f();
+            }
+            t.elapsed().as_nanos() as f64 / calls as f64
+        })
+        .collect();
+    batches.sort_by(f64::total_cmp);
+    batches[3]
+}
+
+/// A memory hit from Rust: the Rust face (`block_on` of `Executor::call` on a current-thread
+/// runtime) against the naive map.
+fn memory(plan: &Plan) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let text = input(0, "memory");
+    let idemkit = Idemkit {
+        executor: Executor::new(Arc::new(MemoryStore::new())),
+        tool: Tool::new("send_email", Policy::default()).unwrap(),
+        context: CallContext::new().tenant("bench"),
+    };
+    let naive = NaiveMap(Mutex::new(HashMap::new()));
+    let calls = ((plan.seconds * 20_000.0) as u32).max(10_000);
+    rt.block_on(idemkit.call(&text));
+    naive.call(&text);
+    let peer_ns = per_call(calls, || {
+        black_box(naive.call(black_box(&text)));
+    });
+    let idemkit_ns = per_call(calls, || rt.block_on(idemkit.call(black_box(&text))));
+    println!("RESULT path=memory_repeat impl=peer ns={peer_ns:.0}");
+    println!("RESULT path=memory_repeat impl=idemkit ns={idemkit_ns:.0}");
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let option = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let seconds: f64 = option("--seconds")
+        .map(|s| s.parse().expect("--seconds takes a number"))
+        .unwrap_or(3.0);
+    let wanted: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| matches!(*a, "redis" | "postgres" | "memory"))
+        .collect();
+    let wants = |name: &str| wanted.is_empty() || wanted.contains(&name);
+    if wants("memory") {
+        memory(&Plan {
+            seconds,
+            server_pid: None,
+        });
+    }
+    // Two worker threads: the machine's cores. One caller is one task; eight are eight tasks.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let tool = Tool::new("send_email", Policy::default()).unwrap();
+        let context = CallContext::new().tenant("bench");
+        if wants("redis") {
+            let url = std::env::var("PEERS_REDIS_URL").expect("PEERS_REDIS_URL");
+            let options = StoreOptions {
+                key_prefix: Some("idemkit-peers:".into()),
+                ..StoreOptions::default()
+            };
+            let store = RedisStore::connect(&url, &options).await.unwrap();
+            store.forget(Some("bench")).await.unwrap();
+            let store: Arc<dyn Store> = Arc::new(store);
+            let client = redis::Client::open(url.as_str()).unwrap();
+            let peer = NaiveRedis(client.get_multiplexed_async_connection().await.unwrap());
+            let counters = RedisCounters(client.get_multiplexed_async_connection().await.unwrap());
+            let idemkit = Idemkit {
+                executor: Executor::new(store.clone()),
+                tool: tool.clone(),
+                context: context.clone(),
+            };
+            let plan = Plan {
+                seconds,
+                server_pid: std::env::var("PEERS_REDIS_PID").ok(),
+            };
+            store_paths("redis", Arc::new(peer), Arc::new(idemkit), &counters, &plan).await;
+            store.forget(Some("bench")).await.unwrap();
+        }
+        if wants("postgres") {
+            let url = std::env::var("PEERS_POSTGRES_URL").expect("PEERS_POSTGRES_URL");
+            let options = StoreOptions {
+                table: Some("idemkit_peers".into()),
+                ..StoreOptions::default()
+            };
+            let store = PostgresStore::connect(&url, &options).await.unwrap();
+            store.create_table_if_missing().await.unwrap();
+            store.forget(Some("bench")).await.unwrap();
+            let store: Arc<dyn Store> = Arc::new(store);
+            let peer = NaivePostgres::connect(&url).await;
+            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            let idemkit = Idemkit {
+                executor: Executor::new(store.clone()),
+                tool,
+                context,
+            };
+            let plan = Plan {
+                seconds,
+                server_pid: std::env::var("PEERS_POSTGRES_PID").ok(),
+            };
+            store_paths(
+                "postgres",
+                Arc::new(peer),
+                Arc::new(idemkit),
+                &PostgresCounters(client),
+                &plan,
+            )
+            .await;
+            store.forget(Some("bench")).await.unwrap();
+        }
+    });
+}
