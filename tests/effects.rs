@@ -650,11 +650,11 @@ async fn retries_stop_at_max_attempts_and_the_claim_is_released(store: Arc<dyn S
 fn an_invalid_retry_policy_is_refused_naming_the_field() {
     let store = Arc::new(MemoryStore::new());
     let zero = Executor::new(store.clone()).with_retry(RetryPolicy::attempts(0));
-    assert!(zero.unwrap_err().to_string().contains("maxAttempts"));
+    assert!(zero.unwrap_err().to_string().contains("`max_attempts`"));
     let inverted = Executor::new(store).with_retry(
         RetryPolicy::attempts(2).with_backoff(Duration::from_secs(2), Duration::from_secs(1)),
     );
-    assert!(inverted.unwrap_err().to_string().contains("maxBackoff"));
+    assert!(inverted.unwrap_err().to_string().contains("`max_backoff`"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
