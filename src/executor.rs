@@ -9,7 +9,9 @@
 
 use std::borrow::Borrow;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
@@ -527,14 +529,6 @@ impl Executor {
         loop {
             let tool = attempt.tool();
             let policy = tool.policy();
-            let request = ClaimRequest {
-                id,
-                scope: tool.scope(),
-                token: attempt.token,
-                lease_ms: policy.lease.as_millis() as u64,
-                ttl_ms: policy.ttl.as_millis() as u64,
-                retry_failure: policy.on_cache_hit == RetryBehavior::ReturnCachedIfSuccess,
-            };
             // Only a call with a deadline reads the clock before claiming: a hit stays cheap.
             let claim_started = attempt.deadline.map(|_| Instant::now());
             // The lease ends no earlier than this (settling may retry up to then; a try after
@@ -550,13 +544,16 @@ impl Executor {
                 // and no claim is sent that the deadline would cut short (SPEC v1.1 rule 3).
                 return Err(self.wait_timed_out(attempt));
             }
+            // Should the caller go away while the claim is on its way (its deadline, or its
+            // future dropped), the claim goes on without it and is released if it lands.
+            let mut claim = self.send_claim(attempt, claim_started.map(|_| lease_until()));
             let claimed = match attempt.deadline {
-                None => Some(self.store.claim(&request).await),
-                Some(deadline) => {
-                    self.claim_until(attempt, &request, deadline, lease_until())
-                        .await
-                }
+                None => Some((&mut claim).await),
+                Some(deadline) => tokio::time::timeout_at(deadline.into(), &mut claim)
+                    .await
+                    .ok(),
             };
+            drop(claim);
             let reply = match claimed {
                 Some(Ok(reply)) => reply,
                 Some(Err(error)) => {
@@ -566,7 +563,7 @@ impl Executor {
                     return Err(self.unavailable(attempt, &error));
                 }
                 None => {
-                    // The caller's deadline came first. The claim goes on (see `claim_until`)
+                    // The caller's deadline came first. The claim goes on (see `ClaimInFlight`)
                     // and is released if it lands.
                     if attempt.waited {
                         // A caller waiting for another holder is still waiting at its deadline.
@@ -846,9 +843,10 @@ impl Executor {
         let lease_until = attempt
             .lease_until
             .unwrap_or(now + attempt.tool().policy().lease);
-        self.settler(attempt, key, lease_until, what)
-            .run(inline_until)
-            .await
+        let settling = self
+            .settler(attempt, key, lease_until, what)
+            .run(inline_until);
+        SettlingInFlight(Some(Box::pin(settling))).await
     }
 
     /// Everything settling `attempt`'s claim needs, owned, so that it can go on in a task.
@@ -871,58 +869,45 @@ impl Executor {
         }
     }
 
-    /// Claims on a task of its own and waits for the answer until `deadline`; `None` when the
-    /// deadline came first. The deadline ends the caller's wait, never the claim (SPEC v1.1
-    /// rule 3): a claim answered after the caller left, or not answered at all, is released
-    /// if it landed.
-    async fn claim_until<T: Borrow<Tool>>(
+    /// Sends the attempt's claim as a future that owns what it needs: dropped before it
+    /// answers, it goes on in a task and releases the claim if it landed (SPEC v1.1 rules 3
+    /// and 5). `lease_until`: when the lease ends at the latest, if the clock was read.
+    fn send_claim<T: Borrow<Tool>>(
         &self,
         attempt: &Attempt<T>,
-        request: &ClaimRequest<'_>,
-        deadline: Instant,
-        lease_until: Instant,
-    ) -> Option<Result<ClaimReply, StoreError>> {
-        let key = attempt.key?;
-        let store = self.store.clone();
-        let settler = self.settler(attempt, key, lease_until, Settlement::ReleaseUnrun);
-        let scope = request.scope.to_owned();
-        let (lease_ms, ttl_ms, retry_failure) =
-            (request.lease_ms, request.ttl_ms, request.retry_failure);
-        // The claim owns what it needs, so that it can be handed to a task at the deadline.
-        let mut claim = Box::pin(async move {
-            let request = ClaimRequest {
-                id: RecordId {
-                    tenant: settler.tenant.as_deref(),
-                    key: &settler.key,
-                },
-                scope: &scope,
-                token: settler.token,
-                lease_ms,
-                ttl_ms,
-                retry_failure,
+        lease_until: Option<Instant>,
+    ) -> ClaimInFlight {
+        let tool = attempt.tool();
+        let policy = tool.policy();
+        let ticket = ClaimTicket {
+            store: self.store.clone(),
+            events: self.events.clone(),
+            tool: tool.clone(),
+            tenant: attempt.tenant.clone(),
+            key: attempt.key.expect("claiming needs a key"),
+            token: attempt.token,
+            lease_ms: policy.lease.as_millis() as u64,
+            ttl_ms: policy.ttl.as_millis() as u64,
+            retry_failure: policy.on_cache_hit == RetryBehavior::ReturnCachedIfSuccess,
+            lease_until,
+        };
+        ClaimInFlight(Some(Box::pin(async move {
+            let reply = {
+                let request = ClaimRequest {
+                    id: RecordId {
+                        tenant: ticket.tenant.as_deref(),
+                        key: &ticket.key,
+                    },
+                    scope: ticket.tool.scope(),
+                    token: ticket.token,
+                    lease_ms: ticket.lease_ms,
+                    ttl_ms: ticket.ttl_ms,
+                    retry_failure: ticket.retry_failure,
+                };
+                ticket.store.claim(&request).await
             };
-            let reply = store.claim(&request).await;
-            (reply, settler)
-        });
-        match tokio::time::timeout_at(deadline.into(), &mut claim).await {
-            Ok((reply, _)) => Some(reply),
-            Err(_) => {
-                spawn_settling(async move {
-                    let (reply, settler) = claim.await;
-                    // The caller has left: undo a claim that landed, or may have.
-                    if matches!(
-                        reply,
-                        Ok(ClaimReply {
-                            claim: Claim::Acquired { .. },
-                            ..
-                        }) | Err(_)
-                    ) {
-                        settler.background(0).await;
-                    }
-                });
-                None
-            }
-        }
+            (reply, ticket)
+        })))
     }
 
     /// Frees, in the background, a claim that may have landed although its reply was lost.
@@ -1141,6 +1126,120 @@ impl Settler {
             tenant: self.tenant.as_deref(),
             detail,
         });
+    }
+}
+
+/// What a claim needs, owned, so that it can go on after its caller left.
+struct ClaimTicket {
+    store: Arc<dyn Store>,
+    events: Arc<Events>,
+    tool: Tool,
+    tenant: Option<String>,
+    key: Key,
+    token: Token,
+    lease_ms: u64,
+    ttl_ms: u64,
+    retry_failure: bool,
+    /// When the lease ends at the latest, if the clock was read before claiming.
+    lease_until: Option<Instant>,
+}
+
+impl ClaimTicket {
+    /// The settler that releases this claim (its body never ran).
+    fn release_unrun(self) -> Settler {
+        let lease_until = self
+            .lease_until
+            .unwrap_or_else(|| Instant::now() + self.tool.policy().lease);
+        Settler {
+            store: self.store,
+            events: self.events,
+            tool: self.tool.name().to_owned(),
+            tenant: self.tenant,
+            key: self.key,
+            token: self.token,
+            lease_until,
+            what: Settlement::ReleaseUnrun,
+        }
+    }
+}
+
+type Claiming = Pin<Box<dyn Future<Output = (Result<ClaimReply, StoreError>, ClaimTicket)> + Send>>;
+
+/// A claim on its way to the store. Awaited to the end it answers the store's reply. Dropped
+/// before that — the caller's deadline came, or the caller's own future was dropped (SPEC v1.1
+/// rules 3 and 5) — the claim may still land, so it is seen to the end in a task of its own and
+/// released if it landed (or if the store failed and it may have): its body never ran.
+struct ClaimInFlight(Option<Claiming>);
+
+impl Future for ClaimInFlight {
+    type Output = Result<ClaimReply, StoreError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(claiming) = self.0.as_mut() else {
+            return Poll::Ready(Err(StoreError::unavailable(
+                "a claim was awaited again after it answered",
+            )));
+        };
+        match claiming.as_mut().poll(cx) {
+            Poll::Ready((reply, _)) => {
+                self.0 = None;
+                Poll::Ready(reply)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for ClaimInFlight {
+    fn drop(&mut self) {
+        let Some(claiming) = self.0.take() else {
+            return;
+        };
+        spawn_settling(async move {
+            let (reply, ticket) = claiming.await;
+            if matches!(
+                reply,
+                Ok(ClaimReply {
+                    claim: Claim::Acquired { .. },
+                    ..
+                }) | Err(_)
+            ) {
+                ticket.release_unrun().background(0).await;
+            }
+        });
+    }
+}
+
+/// Settling under way. Dropped before it finished (the caller's future was dropped after its
+/// body ran), it goes on in a task of its own: the body's outcome is still recorded, or its
+/// claim released, as if the caller had stayed (SPEC v1.1 rule 3: a body that finished in
+/// this process has its outcome recorded).
+struct SettlingInFlight(Option<Pin<Box<dyn Future<Output = Recording> + Send>>>);
+
+impl Future for SettlingInFlight {
+    type Output = Recording;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Recording> {
+        let Some(settling) = self.0.as_mut() else {
+            return Poll::Ready(Recording::Failed("settling was awaited again".into()));
+        };
+        match settling.as_mut().poll(cx) {
+            Poll::Ready(recording) => {
+                self.0 = None;
+                Poll::Ready(recording)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for SettlingInFlight {
+    fn drop(&mut self) {
+        if let Some(settling) = self.0.take() {
+            spawn_settling(async move {
+                settling.await;
+            });
+        }
     }
 }
 

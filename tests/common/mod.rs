@@ -537,3 +537,52 @@ pub async fn check_newest_first(
         "idemkit list --limit 5 shows the newest first"
     );
 }
+
+/// A private `redis-server` on a port of its own, to pause (SIGSTOP) and resume (SIGCONT);
+/// stopped when dropped.
+pub struct PausedRedis {
+    child: Child,
+    pub port: u16,
+}
+
+impl PausedRedis {
+    /// `None` (a loud skip) without the binary.
+    pub fn start() -> Option<PausedRedis> {
+        let port = free_port();
+        let mut command = Command::new("redis-server");
+        command
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(["--maxmemory-policy", "noeviction"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = spawn_redis_server(&mut command)?;
+        let server = PausedRedis { child, port };
+        wait_until("private redis-server answers", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Some(server)
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Sends `signal` (`-STOP`, `-CONT`) to the server.
+    pub fn signal(&self, signal: &str) {
+        let ok = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {signal}");
+    }
+}
+
+impl Drop for PausedRedis {
+    fn drop(&mut self) {
+        self.signal("-CONT");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
