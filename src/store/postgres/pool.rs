@@ -18,15 +18,18 @@ use super::sql::EachStatement;
 use super::PostgresStore;
 use crate::error::StoreError;
 
-/// The most connections a store opens. They are opened as concurrent callers need them: a call
-/// takes an idle connection, or opens one more, or (at the limit) shares the least busy one,
-/// whose statements tokio-postgres then pipelines. Commits on one connection wait for each
-/// other's WAL flush, so concurrent callers need connections of their own to commit together.
+/// The most connections a store opens, unless configured (`pool_size`). They are opened as
+/// concurrent callers need them: a call takes an idle connection, or opens one more, or (at
+/// the limit) shares the least busy one, whose statements tokio-postgres then pipelines.
+/// Commits on one connection wait for each other's WAL flush, so concurrent callers need
+/// connections of their own to commit together.
 pub(super) const CONNECTIONS: usize = 16;
-/// How long connecting may take (unless the URL sets `connect_timeout`).
+/// How long connecting may take, the server's startup answers included, unless configured
+/// (libpq's `connect_timeout`, or `StoreOptions::connect_timeout`).
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long one statement may take before the call fails as store-unavailable.
-const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one statement may take before the call fails as store-unavailable, unless
+/// configured (`statement_timeout_ms`).
+pub(super) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The statements of one connection, prepared when it is made.
 pub(super) type Statements = EachStatement<Statement>;
@@ -81,13 +84,25 @@ fn broken_connection(e: &tokio_postgres::Error) -> bool {
 
 impl PostgresStore {
     pub(super) async fn raw_connection(&self) -> Result<Client, StoreError> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
-            StoreError::unavailable(format!(
-                "cannot connect to {}: {}",
-                self.url,
-                error_text(&e)
-            ))
-        })?;
+        // tokio-postgres bounds only the TCP connect by `connect_timeout`: a server that
+        // accepts and then never answers the startup would hold the caller forever.
+        let connecting = tokio::time::timeout(self.connect_timeout, self.config.connect(NoTls));
+        let (client, connection) = connecting
+            .await
+            .map_err(|_| {
+                StoreError::unavailable(format!(
+                    "cannot connect to {}: no answer within {} ms (the connect timeout; set connect_timeout=<seconds> in the URL or StoreOptions::connect_timeout)",
+                    self.url,
+                    self.connect_timeout.as_millis()
+                ))
+            })?
+            .map_err(|e| {
+                StoreError::unavailable(format!(
+                    "cannot connect to {}: {}",
+                    self.url,
+                    error_text(&e)
+                ))
+            })?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 log::debug!("idemkit: PostgreSQL connection ended: {e}");
@@ -222,7 +237,7 @@ impl PostgresStore {
         loop {
             tries -= 1;
             let session = self.session(slot).await?;
-            match tokio::time::timeout(STATEMENT_TIMEOUT, op(session.clone())).await {
+            match tokio::time::timeout(self.statement_timeout, op(session.clone())).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(e)) => {
                     let broken = broken_connection(&e);
@@ -237,9 +252,9 @@ impl PostgresStore {
                     // The connection may be stuck behind the slow statement: start afresh.
                     Self::drop_session(slot, &session);
                     return Err(StoreError::unavailable(format!(
-                        "PostgreSQL at {} did not answer within {} s",
+                        "PostgreSQL at {} did not answer within {} ms (the statement timeout; statement_timeout_ms in the URL or StoreOptions::statement_timeout)",
                         self.url,
-                        STATEMENT_TIMEOUT.as_secs()
+                        self.statement_timeout.as_millis()
                     )));
                 }
             }
