@@ -398,15 +398,22 @@ pub(crate) struct UrlSettings {
     pub(crate) response_timeout: Option<Duration>,
     pub(crate) statement_timeout: Option<Duration>,
     pub(crate) pool_size: Option<usize>,
+    /// PostgreSQL: libpq's `sslmode`, as given.
+    pub(crate) ssl_mode: Option<String>,
+    /// PostgreSQL: libpq's `sslrootcert`, percent-decoded.
+    pub(crate) ssl_root_cert: Option<String>,
 }
 
-/// Which store a URL parameter belongs to, and what it sets.
+/// Which store a URL parameter belongs to. (`sslmode` and `sslrootcert` are libpq's; they are
+/// taken here because tokio-postgres knows neither `verify-ca`/`verify-full` nor `sslrootcert`.)
 #[cfg(any(feature = "redis", feature = "postgres"))]
-const URL_PARAMETERS: [(&str, &str); 4] = [
+const URL_PARAMETERS: [(&str, &str); 6] = [
     ("connect_timeout_ms", "Redis"),
     ("response_timeout_ms", "Redis"),
     ("statement_timeout_ms", "PostgreSQL"),
     ("pool_size", "PostgreSQL"),
+    ("sslmode", "PostgreSQL"),
+    ("sslrootcert", "PostgreSQL"),
 ];
 
 /// Takes idemkit's own query parameters out of `url` for the store `store` (`"Redis"` or
@@ -466,6 +473,8 @@ pub(crate) fn take_url_settings(
                 let value = value.unwrap_or("");
                 match name {
                     "pool_size" => settings.pool_size = Some(parse_pool_size(value, &shown)?),
+                    "sslmode" => settings.ssl_mode = Some(percent_decode(value)),
+                    "sslrootcert" => settings.ssl_root_cert = Some(percent_decode(value)),
                     _ => {
                         let timeout = Some(parse_timeout_ms(name, value, &shown)?);
                         match name {
@@ -884,21 +893,21 @@ mod url_tests {
         use std::time::Duration;
         let cases = [
             (
-                "postgres://u@h/db?pool_size=4&sslmode=disable",
-                "postgres://u@h/db?sslmode=disable",
+                "postgres://u@h/db?pool_size=4&application_name=a",
+                "postgres://u@h/db?application_name=a",
             ),
             (
-                "postgres://u@h/db?sslmode=disable&pool_size=4",
-                "postgres://u@h/db?sslmode=disable",
+                "postgres://u@h/db?application_name=a&pool_size=4",
+                "postgres://u@h/db?application_name=a",
             ),
             ("postgres://u@h/db?pool_size=4", "postgres://u@h/db"),
             (
-                "postgres://u@h/db?pool_size=4&statement_timeout_ms=9&application_name=a&x=1",
+                "postgres://u@h/db?pool_size=4&sslmode=verify-full&application_name=a&x=1&sslrootcert=%2Ftmp%2Fca.pem",
                 "postgres://u@h/db?application_name=a&x=1",
             ),
             (
-                "postgres://u:p?pool_size=3@h/db?sslmode=require",
-                "postgres://u:p?pool_size=3@h/db?sslmode=require",
+                "postgres://u:p?pool_size=3@h/db?application_name=a",
+                "postgres://u:p?pool_size=3@h/db?application_name=a",
             ),
         ];
         for (url, driver) in cases {
@@ -920,6 +929,13 @@ mod url_tests {
         .unwrap();
         assert_eq!(settings.pool_size, Some(7));
         assert_eq!(settings.statement_timeout, Some(Duration::from_millis(800)));
+        let (_, settings) = take_url_settings(
+            "postgres://u@h/db?sslmode=verify-ca&sslrootcert=%2Ftmp%2Fca.pem",
+            "PostgreSQL",
+        )
+        .unwrap();
+        assert_eq!(settings.ssl_mode.as_deref(), Some("verify-ca"));
+        assert_eq!(settings.ssl_root_cert.as_deref(), Some("/tmp/ca.pem"));
     }
 
     #[cfg(any(feature = "redis", feature = "postgres"))]

@@ -29,8 +29,9 @@
 //! **Newest first**: `newest` (the CLI's `list`) reads `ORDER BY claimed_at DESC, key LIMIT n`
 //! along the index of `sql/postgres/002_idemkit_records_claimed_at.sql`.
 //!
-//! TLS is not built in: `sslmode=disable` and `sslmode=prefer` (the default) connect in plain
-//! text; `sslmode=require` is refused with a configuration error.
+//! **TLS**: libpq's `sslmode` (`disable`, `prefer` — the default —, `require`, `verify-ca`,
+//! `verify-full`) and `sslrootcert`, over rustls: see the `tls` module for what each mode
+//! checks.
 //!
 //! **Code**: the schema and statements are in `sql`, reading rows and cursors in `codec`, the
 //! connections in `pool`, PostgreSQL errors in `errors`; this file holds the [`Store`]
@@ -40,12 +41,12 @@ mod codec;
 mod errors;
 mod pool;
 mod sql;
+mod tls;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio_postgres::config::SslMode;
 use tokio_postgres::Config;
 
 use self::codec::{corrupt, filter_tenant_key, parse_cursor, record_from_row, render_cursor};
@@ -81,6 +82,10 @@ pub struct PostgresStore {
     statement_timeout: Duration,
     /// How long opening a connection may take, startup included.
     connect_timeout: Duration,
+    /// libpq's `sslmode`.
+    ssl_mode: tls::SslMode,
+    /// The TLS connector, unless `sslmode=disable`.
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -133,11 +138,12 @@ impl PostgresStore {
                 error_text(&e)
             ))
         })?;
-        if config.get_ssl_mode() == SslMode::Require {
-            return Err(StoreError::Configuration(format!(
-                "{shown} asks for sslmode=require, but this build of idemkit connects without TLS; use sslmode=disable or sslmode=prefer, or reach the server through a TLS tunnel"
-            )));
-        }
+        let ssl_mode = match settings.ssl_mode.as_deref() {
+            Some(name) => tls::SslMode::from_name(name, &shown)?,
+            None => tls::SslMode::Prefer,
+        };
+        let tls = tls::connector(ssl_mode, settings.ssl_root_cert.as_deref(), &shown)?;
+        config.ssl_mode(ssl_mode.negotiation());
         if config.get_connect_timeout().is_none() {
             let timeout = checked_timeout("connect_timeout", options.connect_timeout)?;
             config.connect_timeout(timeout.unwrap_or(CONNECT_TIMEOUT));
@@ -161,6 +167,8 @@ impl PostgresStore {
                 .unwrap_or(DEFAULT_MAX_OUTCOME_BYTES),
             statement_timeout,
             connect_timeout,
+            ssl_mode,
+            tls,
         };
         let client = store.raw_connection().await?;
         let found: Option<String> = client

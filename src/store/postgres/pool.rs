@@ -11,10 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::errors::error_text;
 use super::sql::EachStatement;
+use super::tls::SslMode;
 use super::PostgresStore;
 use crate::error::StoreError;
 
@@ -82,35 +83,92 @@ fn broken_connection(e: &tokio_postgres::Error) -> bool {
     }
 }
 
+/// Drives a connection in the background until it closes.
+fn spawn_connection<F>(connection: F)
+where
+    F: std::future::Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            log::debug!("idemkit: PostgreSQL connection ended: {e}");
+        }
+    });
+}
+
+/// Whether connecting failed in TLS (negotiation or handshake).
+fn is_tls_error(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error().is_none() && e.to_string().starts_with("error performing TLS handshake")
+}
+
 impl PostgresStore {
     pub(super) async fn raw_connection(&self) -> Result<Client, StoreError> {
         // tokio-postgres bounds only the TCP connect by `connect_timeout`: a server that
         // accepts and then never answers the startup would hold the caller forever.
-        let connecting = tokio::time::timeout(self.connect_timeout, self.config.connect(NoTls));
-        let (client, connection) = connecting
-            .await
-            .map_err(|_| {
-                StoreError::unavailable(format!(
-                    "cannot connect to {}: no answer within {} ms (the connect timeout; set connect_timeout=<seconds> in the URL or StoreOptions::connect_timeout)",
-                    self.url,
-                    self.connect_timeout.as_millis()
-                ))
-            })?
-            .map_err(|e| {
-                StoreError::unavailable(format!(
-                    "cannot connect to {}: {}",
+        let connecting = tokio::time::timeout(self.connect_timeout, self.connect_once());
+        connecting.await.map_err(|_| {
+            StoreError::unavailable(format!(
+                "cannot connect to {}: no answer within {} ms (the connect timeout; set connect_timeout=<seconds> in the URL or StoreOptions::connect_timeout)",
+                self.url,
+                self.connect_timeout.as_millis()
+            ))
+        })?
+    }
+
+    /// Connects as `sslmode` says; with `prefer`, a TLS handshake that fails is followed by
+    /// one try in plain text, as libpq does.
+    async fn connect_once(&self) -> Result<Client, StoreError> {
+        let Some(tls) = &self.tls else {
+            return self.plain_connection(&self.config).await;
+        };
+        match self.config.connect(tls.clone()).await {
+            Ok((client, connection)) => {
+                spawn_connection(connection);
+                Ok(client)
+            }
+            Err(e) if self.ssl_mode == SslMode::Prefer && is_tls_error(&e) => {
+                log::debug!(
+                    "idemkit: TLS to {} failed ({}); sslmode=prefer connects in plain text",
                     self.url,
                     error_text(&e)
-                ))
-            })?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                log::debug!("idemkit: PostgreSQL connection ended: {e}");
+                );
+                let mut plain = self.config.clone();
+                plain.ssl_mode(tokio_postgres::config::SslMode::Disable);
+                self.plain_connection(&plain).await
             }
-        });
+            Err(e) => Err(self.connect_error(&e)),
+        }
+    }
+
+    async fn plain_connection(&self, config: &Config) -> Result<Client, StoreError> {
+        let (client, connection) = config
+            .connect(NoTls)
+            .await
+            .map_err(|e| self.connect_error(&e))?;
+        spawn_connection(connection);
         Ok(client)
     }
 
+    /// A failed connect: a TLS failure the configuration must fix (the server has no TLS but
+    /// `sslmode` asks for it, or its certificate does not check out) is a configuration error
+    /// that says what to change; anything else means the server could not be reached.
+    fn connect_error(&self, e: &tokio_postgres::Error) -> StoreError {
+        let text = error_text(e);
+        if !is_tls_error(e) {
+            return StoreError::unavailable(format!("cannot connect to {}: {text}", self.url));
+        }
+        let mode = self.ssl_mode.name();
+        let fix = if text.contains("server does not support TLS") {
+            format!("the server does not offer TLS, and sslmode={mode} needs it; turn ssl on in the server, or use sslmode=prefer or disable")
+        } else if text.contains("certificate") {
+            format!("the server's certificate did not check out under sslmode={mode}: give sslrootcert=<PEM file> holding the CA that signed it, and connect by the host name (or IP address) the certificate is made out to; verify-ca checks only the CA")
+        } else {
+            format!("the TLS handshake failed under sslmode={mode}")
+        };
+        StoreError::Configuration(format!(
+            "cannot connect to {} over TLS: {text}; {fix}",
+            self.url
+        ))
+    }
     async fn new_session(&self) -> Result<Session, StoreError> {
         let client = self.raw_connection().await?;
         let sql = &self.sql;
