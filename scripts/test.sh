@@ -56,7 +56,7 @@ step() {
 rm -f "$log_dir"/*.log
 
 export CARGO_TERM_COLOR=never
-features="redis,postgres,testing,cli,capi"
+features="redis,postgres,testing,cli,capi,tracing,metrics"
 native=java/native/Cargo.toml
 
 if wants rust || wants c || wants java; then

@@ -94,6 +94,19 @@ pub enum Recording {
     Failed(String),
 }
 
+impl Recording {
+    /// A short name: `recorded`, `released`, `left_in_progress`, `unprotected` or `failed`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Recording::Recorded => "recorded",
+            Recording::Released => "released",
+            Recording::LeftInProgress => "left_in_progress",
+            Recording::Unprotected => "unprotected",
+            Recording::Failed(_) => "failed",
+        }
+    }
+}
+
 /// What a face's body did, as the face reports it to [`Executor::report`].
 #[derive(Debug, Clone, Copy)]
 pub enum BodyReport<'a> {
@@ -184,6 +197,9 @@ pub struct Attempt<T: Borrow<Tool> = Tool> {
     waited: bool,
     polls: u32,
     phase: Phase,
+    /// The call's span (feature `tracing`): `idemkit.call`, see [`Executor::call`].
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
 }
 
 impl<T: Borrow<Tool>> Attempt<T> {
@@ -287,6 +303,18 @@ impl Executor {
     /// supplied key (`KeyInput::Explicit`) for `EXPLICIT`, and is ignored for `UUID` and `NONE`.
     /// A remembered result comes back deserialised as `T`; a body error comes back unchanged
     /// as [`CallError::Body`] (and is remembered, by type name and message, with `cache_failures`).
+    ///
+    /// Dropping the returned future before the body started releases any claim it made (one
+    /// still on its way to the store is released once it lands); dropping it while the body runs
+    /// is a cancellation: the claim stays in progress and reads as abandoned after its lease
+    /// (SPEC v1.1 rules 3 and 5). To let the body finish whatever the caller does, spawn the call.
+    ///
+    /// With the cargo feature `tracing`, the call runs in an INFO span `idemkit.call` with the
+    /// fields `tool`, `tenant`, `key` (the 64-hex key or the UUID), `event` (the last event:
+    /// `acquired`, `deduplicated`, ...), `recording` (what became of the body's outcome:
+    /// `recorded`, `released`, ...) and `outcome` (`ok`, `body_error`, or the error kind such as
+    /// `in_progress`). The two-step protocol ([`Executor::prepare`] ... [`Executor::report`])
+    /// runs in the same span, kept in the [`Attempt`].
     pub async fn call<T, E, F, Fut>(
         &self,
         tool: &Tool,
@@ -300,7 +328,39 @@ impl Executor {
         F: FnOnce(CallInfo) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut attempt = self.prepare_with(tool, context, input)?;
+        let attempt = self.prepare_with(tool, context, input)?;
+        #[cfg(feature = "tracing")]
+        {
+            use tracing::Instrument;
+            let span = attempt.span.clone();
+            let result = self
+                .call_prepared(attempt, body)
+                .instrument(span.clone())
+                .await;
+            let outcome = match &result {
+                Ok(_) => "ok",
+                Err(CallError::Body(_)) => "body_error",
+                Err(CallError::Idempotency(e)) => e.kind().name(),
+            };
+            span.record("outcome", outcome);
+            result
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.call_prepared(attempt, body).await
+    }
+
+    async fn call_prepared<T, E, F, Fut>(
+        &self,
+        mut attempt: Attempt<&Tool>,
+        body: F,
+    ) -> Result<T, CallError<E>>
+    where
+        T: Serialize + DeserializeOwned,
+        E: std::fmt::Display,
+        F: FnOnce(CallInfo) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let tool = attempt.tool;
         match self.advance(&mut attempt, None).await? {
             Step::Replay(json) => serde_json::from_str(&json).map_err(|e| {
                 CallError::Idempotency(Error::Internal(format!(
@@ -467,13 +527,16 @@ impl Executor {
         };
         // Only a call with a deadline reads the clock here: a hit stays one clock read cheaper.
         let deadline = tool.timeout().map(|t| Instant::now() + t);
+        // Records are identified by the NFC tenant, as the key material is (SPEC v1.1 rule 1).
+        let tenant = context
+            .tenant
+            .as_deref()
+            .map(|t| crate::key::nfc(t).into_owned());
+        #[cfg(feature = "tracing")]
+        let span = call_span(tool, tenant.as_deref(), key.as_ref(), uuid.as_deref());
         Ok(Attempt {
             tool: holder,
-            // Records are identified by the NFC tenant, as the key material is (SPEC v1.1 rule 1).
-            tenant: context
-                .tenant
-                .as_deref()
-                .map(|t| crate::key::nfc(t).into_owned()),
+            tenant,
             key,
             uuid,
             token: Token::random(),
@@ -482,6 +545,8 @@ impl Executor {
             waited: false,
             polls: 0,
             phase,
+            #[cfg(feature = "tracing")]
+            span,
         })
     }
 
@@ -506,6 +571,13 @@ impl Executor {
             Phase::Claiming => {}
         }
         let step_end = budget.map(|b| Instant::now() + b);
+        #[cfg(feature = "tracing")]
+        let result = {
+            use tracing::Instrument;
+            let span = attempt.span.clone();
+            self.claim_loop(attempt, step_end).instrument(span).await
+        };
+        #[cfg(not(feature = "tracing"))]
         let result = self.claim_loop(attempt, step_end).await;
         match &result {
             Ok(Step::Pending) => {}
@@ -763,6 +835,21 @@ impl Executor {
         attempt: &mut Attempt<T>,
         report: BodyReport<'_>,
     ) -> Reported {
+        #[cfg(feature = "tracing")]
+        {
+            use tracing::Instrument;
+            let span = attempt.span.clone();
+            self.report_in_span(attempt, report).instrument(span).await
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.report_in_span(attempt, report).await
+    }
+
+    async fn report_in_span<T: Borrow<Tool>>(
+        &self,
+        attempt: &mut Attempt<T>,
+        report: BodyReport<'_>,
+    ) -> Reported {
         let ran = !matches!(report, BodyReport::NeverRan);
         let overran = ran
             && matches!(attempt.phase, Phase::Claimed | Phase::Unprotected)
@@ -783,6 +870,8 @@ impl Executor {
                 }
             }
         };
+        #[cfg(feature = "tracing")]
+        attempt.span.record("recording", recording.name());
         let answer = if overran {
             Answer::Error(self.timed_out(attempt, &recording))
         } else {
@@ -935,6 +1024,8 @@ impl Executor {
     }
 
     fn emit<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, kind: EventKind, detail: Option<&str>) {
+        #[cfg(feature = "tracing")]
+        attempt.span.record("event", kind.name());
         self.events.emit(Event {
             kind,
             tool: attempt.tool().name(),
@@ -943,6 +1034,37 @@ impl Executor {
             detail,
         });
     }
+}
+
+/// The span of one call (feature `tracing`); the key is written only when the span is enabled.
+#[cfg(feature = "tracing")]
+fn call_span(
+    tool: &Tool,
+    tenant: Option<&str>,
+    key: Option<&Key>,
+    uuid: Option<&str>,
+) -> tracing::Span {
+    let span = tracing::info_span!(
+        "idemkit.call",
+        tool = tool.name(),
+        tenant = tenant,
+        key = tracing::field::Empty,
+        event = tracing::field::Empty,
+        recording = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        match (key, uuid) {
+            (Some(key), _) => {
+                span.record("key", key.hex().as_str());
+            }
+            (None, Some(uuid)) => {
+                span.record("key", uuid);
+            }
+            (None, None) => {}
+        }
+    }
+    span
 }
 
 /// Reads an explicit key given as a JSON string literal; a lone surrogate in it is refused as an
