@@ -153,6 +153,11 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// The tests of this file run one at a time: a `tracing` callsite first reached on one thread
+/// while another thread sets up its scoped subscriber can miss that subscriber for good (the
+/// interest is cached per callsite, process-wide).
+static ALONE: Mutex<()> = Mutex::new(());
+
 const INPUT: &str = r#"{"to":"ana@example.com"}"#;
 
 /// Executes, repeats (deduplicated) and repeats under FAIL_FAST.
@@ -176,6 +181,7 @@ async fn three_calls(executor: &Executor) {
 #[test]
 fn a_call_is_a_span_with_its_tool_tenant_key_event_recording_and_outcome() {
     let recording = Recording::default();
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
     tracing::subscriber::with_default(recording.clone(), || {
         runtime().block_on(async {
             let executor = Executor::new(Arc::new(MemoryStore::new()));
@@ -230,6 +236,7 @@ fn a_call_is_a_span_with_its_tool_tenant_key_event_recording_and_outcome() {
 
 #[test]
 fn each_event_counts_by_kind_and_tool() {
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     metrics::with_local_recorder(&recorder, || {
