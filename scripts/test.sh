@@ -57,7 +57,7 @@ step() {
 rm -f "$log_dir"/*.log
 
 export CARGO_TERM_COLOR=never
-features="redis,postgres,testing,cli,capi"
+features="redis,postgres,testing,cli,capi,tracing,metrics"
 native=java/native/Cargo.toml
 
 if wants rust || wants c || wants java; then
@@ -103,7 +103,7 @@ if wants crate; then
   header "crate: rust-version is true, every public item is documented, the package ships no java/"
   step msrv scripts/msrv-check.sh
   step doc env RUSTDOCFLAGS="-D missing_docs -D warnings" \
-    cargo doc --no-deps --features redis,postgres,testing,cli
+    cargo doc --no-deps --features redis,postgres,testing,cli,tracing,metrics
   step package scripts/package-check.sh
 fi
 

@@ -1,4 +1,10 @@
 //! Every answer the executor gives is an event a host can subscribe to or count.
+//!
+//! With the cargo feature `metrics`, each event also increments the counter
+//! `idemkit_events_total` (labels `event`: the SPEC name, `tool`: the tool or action name)
+//! through the `metrics` facade; with `tracing`, each is also a `tracing` event at DEBUG level
+//! (target `idemkit::events`, fields `event`, `tool`, `tenant`, `detail`), inside the call's span
+//! when there is one (see `Executor::call`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -151,6 +157,23 @@ impl Events {
 
     pub(crate) fn emit(&self, event: Event<'_>) {
         self.counts[stripe_index()].0[event.kind as usize].fetch_add(1, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        metrics::counter!(
+            "idemkit_events_total",
+            "event" => event.kind.name(),
+            "tool" => event.tool.to_owned()
+        )
+        .increment(1);
+        #[cfg(feature = "tracing")]
+        tracing::debug!(
+            target: "idemkit::events",
+            event = event.kind.name(),
+            tool = event.tool,
+            tenant = event.tenant,
+            detail = event.detail,
+            "idemkit {}",
+            event.kind.name()
+        );
         if event.kind == EventKind::StoreError || event.kind == EventKind::RecordFailed {
             log::warn!(
                 "idemkit {} on `{}` (key {}): {}",

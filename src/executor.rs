@@ -9,7 +9,9 @@
 
 use std::borrow::Borrow;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
@@ -108,6 +110,21 @@ pub enum Recording {
     /// it goes on in the background until the lease ends (the detail says so, and the event
     /// comes only if it finally gives up).
     Failed(String),
+}
+
+impl Recording {
+    /// A short name: `recorded`, `released`, `held`, `left_in_progress`, `unprotected` or
+    /// `failed`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Recording::Recorded => "recorded",
+            Recording::Released => "released",
+            Recording::Held => "held",
+            Recording::LeftInProgress => "left_in_progress",
+            Recording::Unprotected => "unprotected",
+            Recording::Failed(_) => "failed",
+        }
+    }
 }
 
 /// What a face's body did, as the face reports it to [`Executor::report`].
@@ -221,6 +238,9 @@ pub struct Attempt<T: Borrow<Tool> = Tool> {
     retry: Option<Arc<RetryPolicy>>,
     /// Runs started so far.
     runs: u32,
+    /// The call's span (feature `tracing`): `idemkit.call`, see [`Executor::call`].
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
 }
 
 impl<T: Borrow<Tool>> Attempt<T> {
@@ -433,6 +453,18 @@ impl Executor {
     /// or as [`CallError::Held`] when the tool is `EFFECTFUL` and its failure is held.
     ///
     /// The body runs at most once here (it is an `FnOnce`); [`Executor::call_with`] retries.
+    ///
+    /// Dropping the returned future before the body started releases any claim it made (one
+    /// still on its way to the store is released once it lands); dropping it while the body runs
+    /// is a cancellation: the claim stays in progress and reads as abandoned after its lease
+    /// (SPEC v1.1 rules 3 and 5). To let the body finish whatever the caller does, spawn the call.
+    ///
+    /// With the cargo feature `tracing`, the call runs in an INFO span `idemkit.call` with the
+    /// fields `tool`, `tenant`, `key` (the 64-hex key or the UUID), `event` (the last event:
+    /// `acquired`, `deduplicated`, ...), `recording` (what became of the body's outcome:
+    /// `recorded`, `released`, ...) and `outcome` (`ok`, `body_error`, or the error kind such as
+    /// `in_progress`). The two-step protocol ([`Executor::prepare`] ... [`Executor::report`])
+    /// runs in the same span, kept in the [`Attempt`].
     pub async fn call<T, E, F, Fut>(
         &self,
         tool: &Tool,
@@ -448,6 +480,33 @@ impl Executor {
     {
         let mut attempt = self.prepare_with(tool, context, input)?;
         attempt.retry = None;
+        #[cfg(feature = "tracing")]
+        {
+            use tracing::Instrument;
+            let span = attempt.span.clone();
+            let result = self
+                .call_prepared(attempt, body)
+                .instrument(span.clone())
+                .await;
+            record_outcome(&span, &result);
+            result
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.call_prepared(attempt, body).await
+    }
+
+    async fn call_prepared<T, E, F, Fut>(
+        &self,
+        mut attempt: Attempt<&Tool>,
+        body: F,
+    ) -> Result<T, CallError<E>>
+    where
+        T: Serialize + DeserializeOwned,
+        E: std::fmt::Display,
+        F: FnOnce(CallInfo) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let tool = attempt.tool;
         match self.advance(&mut attempt, None).await? {
             Step::Replay(json) => replayed(tool, &json),
             Step::Pending => unreachable!("advance without a budget never answers Pending"),
@@ -474,7 +533,7 @@ impl Executor {
         context: &CallContext,
         input: KeyInput<'_>,
         options: CallOptions<'_, E>,
-        mut body: F,
+        body: F,
     ) -> Result<T, CallError<E>>
     where
         T: Serialize + DeserializeOwned,
@@ -487,16 +546,42 @@ impl Executor {
             retry.validate()?;
             attempt.retry = Some(Arc::new(retry));
         }
+        #[cfg(feature = "tracing")]
+        {
+            use tracing::Instrument;
+            let span = attempt.span.clone();
+            let result = self
+                .call_with_prepared(attempt, options.classify, body)
+                .instrument(span.clone())
+                .await;
+            record_outcome(&span, &result);
+            result
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.call_with_prepared(attempt, options.classify, body)
+            .await
+    }
+
+    async fn call_with_prepared<T, E, F, Fut>(
+        &self,
+        mut attempt: Attempt<&Tool>,
+        classify: Option<Box<Classifier<'_, E>>>,
+        mut body: F,
+    ) -> Result<T, CallError<E>>
+    where
+        T: Serialize + DeserializeOwned,
+        E: std::fmt::Display,
+        F: FnMut(CallInfo) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let tool = attempt.tool;
         loop {
             match self.advance(&mut attempt, None).await? {
                 Step::Replay(json) => return replayed(tool, &json),
                 Step::Pending => unreachable!("advance without a budget never answers Pending"),
                 Step::Run => {
                     let run = body(attempt.info());
-                    match self
-                        .run_body(&mut attempt, run, options.classify.as_deref())
-                        .await
-                    {
+                    match self.run_body(&mut attempt, run, classify.as_deref()).await {
                         Ran::Done(result) => return result,
                         Ran::Retry(pause) => tokio::time::sleep(pause).await,
                     }
@@ -697,13 +782,16 @@ impl Executor {
         };
         // Only a call with a deadline reads the clock here: a hit stays one clock read cheaper.
         let deadline = tool.timeout().map(|t| Instant::now() + t);
+        // Records are identified by the NFC tenant, as the key material is (SPEC v1.1 rule 1).
+        let tenant = context
+            .tenant
+            .as_deref()
+            .map(|t| crate::key::nfc(t).into_owned());
+        #[cfg(feature = "tracing")]
+        let span = call_span(tool, tenant.as_deref(), key.as_ref(), uuid.as_deref());
         Ok(Attempt {
             tool: holder,
-            // Records are identified by the NFC tenant, as the key material is (SPEC v1.1 rule 1).
-            tenant: context
-                .tenant
-                .as_deref()
-                .map(|t| crate::key::nfc(t).into_owned()),
+            tenant,
             key,
             uuid,
             token: Token::random(),
@@ -714,6 +802,8 @@ impl Executor {
             phase,
             retry: self.retry.clone(),
             runs: 0,
+            #[cfg(feature = "tracing")]
+            span,
         })
     }
 
@@ -741,6 +831,13 @@ impl Executor {
             Phase::Claiming => {}
         }
         let step_end = budget.map(|b| Instant::now() + b);
+        #[cfg(feature = "tracing")]
+        let result = {
+            use tracing::Instrument;
+            let span = attempt.span.clone();
+            self.claim_loop(attempt, step_end).instrument(span).await
+        };
+        #[cfg(not(feature = "tracing"))]
         let result = self.claim_loop(attempt, step_end).await;
         match &result {
             Ok(Step::Pending) => {}
@@ -767,14 +864,6 @@ impl Executor {
         loop {
             let tool = attempt.tool();
             let policy = tool.policy();
-            let request = ClaimRequest {
-                id,
-                scope: tool.scope(),
-                token: attempt.token,
-                lease_ms: policy.lease.as_millis() as u64,
-                ttl_ms: policy.ttl.as_millis() as u64,
-                retry_failure: policy.on_cache_hit == RetryBehavior::ReturnCachedIfSuccess,
-            };
             // Only a call with a deadline reads the clock before claiming: a hit stays cheap.
             let claim_started = attempt.deadline.map(|_| Instant::now());
             // The lease ends no earlier than this (settling may retry up to then; a try after
@@ -790,13 +879,16 @@ impl Executor {
                 // and no claim is sent that the deadline would cut short (SPEC v1.1 rule 3).
                 return Err(self.wait_timed_out(attempt));
             }
+            // Should the caller go away while the claim is on its way (its deadline, or its
+            // future dropped), the claim goes on without it and is released if it lands.
+            let mut claim = self.send_claim(attempt, claim_started.map(|_| lease_until()));
             let claimed = match attempt.deadline {
-                None => Some(self.store.claim(&request).await),
-                Some(deadline) => {
-                    self.claim_until(attempt, &request, deadline, lease_until())
-                        .await
-                }
+                None => Some((&mut claim).await),
+                Some(deadline) => tokio::time::timeout_at(deadline.into(), &mut claim)
+                    .await
+                    .ok(),
             };
+            drop(claim);
             let reply = match claimed {
                 Some(Ok(reply)) => reply,
                 Some(Err(error)) => {
@@ -806,7 +898,7 @@ impl Executor {
                     return Err(self.unavailable(attempt, &error));
                 }
                 None => {
-                    // The caller's deadline came first. The claim goes on (see `claim_until`)
+                    // The caller's deadline came first. The claim goes on (see `ClaimInFlight`)
                     // and is released if it lands.
                     if attempt.waited {
                         // A caller waiting for another holder is still waiting at its deadline.
@@ -1053,6 +1145,21 @@ impl Executor {
         attempt: &mut Attempt<T>,
         report: BodyReport<'_>,
     ) -> Reported {
+        #[cfg(feature = "tracing")]
+        {
+            use tracing::Instrument;
+            let span = attempt.span.clone();
+            self.report_in_span(attempt, report).instrument(span).await
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.report_in_span(attempt, report).await
+    }
+
+    async fn report_in_span<T: Borrow<Tool>>(
+        &self,
+        attempt: &mut Attempt<T>,
+        report: BodyReport<'_>,
+    ) -> Reported {
         let ran = !matches!(report, BodyReport::NeverRan);
         let claimed = attempt.phase == Phase::Claimed && attempt.key.is_some();
         let overran = ran
@@ -1085,6 +1192,8 @@ impl Executor {
                 }
             }
         };
+        #[cfg(feature = "tracing")]
+        attempt.span.record("recording", recording.name());
         let answer = if overran {
             Answer::Error(self.timed_out(attempt, &recording))
         } else if let Some((failure, types, class, retryable)) = failed {
@@ -1204,9 +1313,10 @@ impl Executor {
         let lease_until = attempt
             .lease_until
             .unwrap_or(now + attempt.tool().policy().lease);
-        self.settler(attempt, key, lease_until, what)
-            .run(inline_until)
-            .await
+        let settling = self
+            .settler(attempt, key, lease_until, what)
+            .run(inline_until);
+        SettlingInFlight(Some(Box::pin(settling))).await
     }
 
     /// Everything settling `attempt`'s claim needs, owned, so that it can go on in a task.
@@ -1229,58 +1339,45 @@ impl Executor {
         }
     }
 
-    /// Claims on a task of its own and waits for the answer until `deadline`; `None` when the
-    /// deadline came first. The deadline ends the caller's wait, never the claim (SPEC v1.1
-    /// rule 3): a claim answered after the caller left, or not answered at all, is released
-    /// if it landed.
-    async fn claim_until<T: Borrow<Tool>>(
+    /// Sends the attempt's claim as a future that owns what it needs: dropped before it
+    /// answers, it goes on in a task and releases the claim if it landed (SPEC v1.1 rules 3
+    /// and 5). `lease_until`: when the lease ends at the latest, if the clock was read.
+    fn send_claim<T: Borrow<Tool>>(
         &self,
         attempt: &Attempt<T>,
-        request: &ClaimRequest<'_>,
-        deadline: Instant,
-        lease_until: Instant,
-    ) -> Option<Result<ClaimReply, StoreError>> {
-        let key = attempt.key?;
-        let store = self.store.clone();
-        let settler = self.settler(attempt, key, lease_until, Settlement::ReleaseUnrun);
-        let scope = request.scope.to_owned();
-        let (lease_ms, ttl_ms, retry_failure) =
-            (request.lease_ms, request.ttl_ms, request.retry_failure);
-        // The claim owns what it needs, so that it can be handed to a task at the deadline.
-        let mut claim = Box::pin(async move {
-            let request = ClaimRequest {
-                id: RecordId {
-                    tenant: settler.tenant.as_deref(),
-                    key: &settler.key,
-                },
-                scope: &scope,
-                token: settler.token,
-                lease_ms,
-                ttl_ms,
-                retry_failure,
+        lease_until: Option<Instant>,
+    ) -> ClaimInFlight {
+        let tool = attempt.tool();
+        let policy = tool.policy();
+        let ticket = ClaimTicket {
+            store: self.store.clone(),
+            events: self.events.clone(),
+            tool: tool.clone(),
+            tenant: attempt.tenant.clone(),
+            key: attempt.key.expect("claiming needs a key"),
+            token: attempt.token,
+            lease_ms: policy.lease.as_millis() as u64,
+            ttl_ms: policy.ttl.as_millis() as u64,
+            retry_failure: policy.on_cache_hit == RetryBehavior::ReturnCachedIfSuccess,
+            lease_until,
+        };
+        ClaimInFlight(Some(Box::pin(async move {
+            let reply = {
+                let request = ClaimRequest {
+                    id: RecordId {
+                        tenant: ticket.tenant.as_deref(),
+                        key: &ticket.key,
+                    },
+                    scope: ticket.tool.scope(),
+                    token: ticket.token,
+                    lease_ms: ticket.lease_ms,
+                    ttl_ms: ticket.ttl_ms,
+                    retry_failure: ticket.retry_failure,
+                };
+                ticket.store.claim(&request).await
             };
-            let reply = store.claim(&request).await;
-            (reply, settler)
-        });
-        match tokio::time::timeout_at(deadline.into(), &mut claim).await {
-            Ok((reply, _)) => Some(reply),
-            Err(_) => {
-                spawn_settling(async move {
-                    let (reply, settler) = claim.await;
-                    // The caller has left: undo a claim that landed, or may have.
-                    if matches!(
-                        reply,
-                        Ok(ClaimReply {
-                            claim: Claim::Acquired { .. },
-                            ..
-                        }) | Err(_)
-                    ) {
-                        settler.background(0).await;
-                    }
-                });
-                None
-            }
-        }
+            (reply, ticket)
+        })))
     }
 
     /// Frees, in the background, a claim that may have landed although its reply was lost.
@@ -1309,6 +1406,8 @@ impl Executor {
     }
 
     fn emit<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, kind: EventKind, detail: Option<&str>) {
+        #[cfg(feature = "tracing")]
+        attempt.span.record("event", kind.name());
         self.events.emit(Event {
             kind,
             tool: attempt.tool().name(),
@@ -1317,6 +1416,48 @@ impl Executor {
             detail,
         });
     }
+}
+
+/// The span of one call (feature `tracing`); the key is written only when the span is enabled.
+#[cfg(feature = "tracing")]
+fn call_span(
+    tool: &Tool,
+    tenant: Option<&str>,
+    key: Option<&Key>,
+    uuid: Option<&str>,
+) -> tracing::Span {
+    let span = tracing::info_span!(
+        "idemkit.call",
+        tool = tool.name(),
+        tenant = tenant,
+        key = tracing::field::Empty,
+        event = tracing::field::Empty,
+        recording = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        match (key, uuid) {
+            (Some(key), _) => {
+                span.record("key", key.hex().as_str());
+            }
+            (None, Some(uuid)) => {
+                span.record("key", uuid);
+            }
+            (None, None) => {}
+        }
+    }
+    span
+}
+
+/// Writes a finished call's outcome into its span: `ok`, `body_error`, or the error kind.
+#[cfg(feature = "tracing")]
+fn record_outcome<T, E>(span: &tracing::Span, result: &Result<T, CallError<E>>) {
+    let outcome = match result {
+        Ok(_) => "ok",
+        Err(CallError::Body(_)) => "body_error",
+        Err(CallError::Idempotency(e) | CallError::Held { error: e, .. }) => e.kind().name(),
+    };
+    span.record("outcome", outcome);
 }
 
 /// What one run of a Rust body came to.
@@ -1540,6 +1681,120 @@ fn spawn_settling(task: impl Future<Output = ()> + Send + 'static) {
         }
         Err(_) => {
             crate::runtime::runtime().spawn(task);
+        }
+    }
+}
+
+/// What a claim needs, owned, so that it can go on after its caller left.
+struct ClaimTicket {
+    store: Arc<dyn Store>,
+    events: Arc<Events>,
+    tool: Tool,
+    tenant: Option<String>,
+    key: Key,
+    token: Token,
+    lease_ms: u64,
+    ttl_ms: u64,
+    retry_failure: bool,
+    /// When the lease ends at the latest, if the clock was read before claiming.
+    lease_until: Option<Instant>,
+}
+
+impl ClaimTicket {
+    /// The settler that releases this claim (its body never ran).
+    fn release_unrun(self) -> Settler {
+        let lease_until = self
+            .lease_until
+            .unwrap_or_else(|| Instant::now() + self.tool.policy().lease);
+        Settler {
+            store: self.store,
+            events: self.events,
+            tool: self.tool.name().to_owned(),
+            tenant: self.tenant,
+            key: self.key,
+            token: self.token,
+            lease_until,
+            what: Settlement::ReleaseUnrun,
+        }
+    }
+}
+
+type Claiming = Pin<Box<dyn Future<Output = (Result<ClaimReply, StoreError>, ClaimTicket)> + Send>>;
+
+/// A claim on its way to the store. Awaited to the end it answers the store's reply. Dropped
+/// before that — the caller's deadline came, or the caller's own future was dropped (SPEC v1.1
+/// rules 3 and 5) — the claim may still land, so it is seen to the end in a task of its own and
+/// released if it landed (or if the store failed and it may have): its body never ran.
+struct ClaimInFlight(Option<Claiming>);
+
+impl Future for ClaimInFlight {
+    type Output = Result<ClaimReply, StoreError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(claiming) = self.0.as_mut() else {
+            return Poll::Ready(Err(StoreError::unavailable(
+                "a claim was awaited again after it answered",
+            )));
+        };
+        match claiming.as_mut().poll(cx) {
+            Poll::Ready((reply, _)) => {
+                self.0 = None;
+                Poll::Ready(reply)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for ClaimInFlight {
+    fn drop(&mut self) {
+        let Some(claiming) = self.0.take() else {
+            return;
+        };
+        spawn_settling(async move {
+            let (reply, ticket) = claiming.await;
+            if matches!(
+                reply,
+                Ok(ClaimReply {
+                    claim: Claim::Acquired { .. },
+                    ..
+                }) | Err(_)
+            ) {
+                ticket.release_unrun().background(0).await;
+            }
+        });
+    }
+}
+
+/// Settling under way. Dropped before it finished (the caller's future was dropped after its
+/// body ran), it goes on in a task of its own: the body's outcome is still recorded, or its
+/// claim released, as if the caller had stayed (SPEC v1.1 rule 3: a body that finished in
+/// this process has its outcome recorded).
+struct SettlingInFlight(Option<Pin<Box<dyn Future<Output = Recording> + Send>>>);
+
+impl Future for SettlingInFlight {
+    type Output = Recording;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Recording> {
+        let Some(settling) = self.0.as_mut() else {
+            return Poll::Ready(Recording::Failed("settling was awaited again".into()));
+        };
+        match settling.as_mut().poll(cx) {
+            Poll::Ready(recording) => {
+                self.0 = None;
+                Poll::Ready(recording)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for SettlingInFlight {
+    fn drop(&mut self) {
+        if let Some(settling) = self.0.take() {
+            spawn_settling(async move {
+                settling.await;
+            });
         }
     }
 }

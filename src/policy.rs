@@ -749,7 +749,9 @@ mod tests {
         let message = |p: Policy| p.validate("search").unwrap_err().to_string();
         assert!(message(read_only.clone().with_cache_failures(true)).contains("READ_ONLY"));
         assert!(message(read_only.with_permanent_errors(["Declined"])).contains("READ_ONLY"));
-        assert!(message(Policy::default().with_no_effect_errors([" "])).contains("`no_effect_errors`"));
+        assert!(
+            message(Policy::default().with_no_effect_errors([" "])).contains("`no_effect_errors`")
+        );
         let both = Policy::default()
             .with_no_effect_errors(["Timeout"])
             .with_permanent_errors(["Timeout"]);

@@ -6,7 +6,6 @@
 //!   the shared Redis cuts every connection and closes its port (the shared server is never
 //!   stopped), and a private `redis-server` is paused with SIGSTOP.
 
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -473,47 +472,6 @@ async fn a_claim_whose_reply_was_lost_is_released_once_the_store_is_back() {
 
 // ---- a paused server (SIGSTOP) ----------------------------------------------------------------
 
-struct PausedRedis {
-    child: Child,
-    port: u16,
-}
-
-impl PausedRedis {
-    fn start() -> Option<PausedRedis> {
-        let port = common::free_port();
-        let mut command = Command::new("redis-server");
-        command
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .args(["--maxmemory-policy", "noeviction"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let child = common::spawn_redis_server(&mut command)?;
-        let server = PausedRedis { child, port };
-        common::wait_until("private redis-server answers", || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        Some(server)
-    }
-
-    fn signal(&self, signal: &str) {
-        let ok = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {signal}");
-    }
-}
-
-impl Drop for PausedRedis {
-    fn drop(&mut self) {
-        self.signal("-CONT");
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The server stops answering while the body runs: the caller gets its result by its deadline,
 /// and the outcome is recorded once the server answers again (a second later).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -625,8 +583,8 @@ async fn a_claim_cut_short_by_the_deadline_is_released_once_it_lands() {
 /// a 5 s lease and a `timeout_ms` deadline; `None` (a loud skip) without the binary.
 async fn on_a_private_redis(
     timeout_ms: u64,
-) -> Option<(Arc<PausedRedis>, Arc<dyn Store>, Executor, Tool)> {
-    let server = Arc::new(PausedRedis::start()?);
+) -> Option<(Arc<common::PausedRedis>, Arc<dyn Store>, Executor, Tool)> {
+    let server = Arc::new(common::PausedRedis::start()?);
     let url = format!("redis://127.0.0.1:{}/0", server.port);
     let store = idemkit::store::open(&url, &StoreOptions::default())
         .await

@@ -967,113 +967,6 @@ async fn store_errors_keep_the_drivers_error_as_their_source() {
     }
 }
 
-/// A PostgreSQL server of its own (initdb in a temporary directory, run as the `postgres` OS
-/// user through `runuser` when this runs as root), stopped when dropped.
-struct PrivatePostgres {
-    dir: std::path::PathBuf,
-    port: u16,
-}
-
-impl PrivatePostgres {
-    fn command(program: &str) -> std::process::Command {
-        let as_root = std::process::Command::new("id")
-            .arg("-u")
-            .output()
-            .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
-        if as_root {
-            let mut command = std::process::Command::new("runuser");
-            command.args(["-u", "postgres", "--", program]);
-            command
-        } else {
-            std::process::Command::new(program)
-        }
-    }
-
-    fn run(program: &str, args: &[&str]) -> bool {
-        let output = Self::command(program).args(args).output();
-        match output {
-            Ok(o) if o.status.success() => true,
-            Ok(o) => {
-                // Say why, so that a failure in a loaded CI run can be read from its log.
-                eprintln!(
-                    "{program} {args:?} failed ({}): {}{}",
-                    o.status,
-                    String::from_utf8_lossy(&o.stdout),
-                    String::from_utf8_lossy(&o.stderr)
-                );
-                false
-            }
-            Err(e) => {
-                eprintln!("{program} could not run: {e}");
-                false
-            }
-        }
-    }
-
-    /// `None` (and a loud skip) when initdb or pg_ctl cannot run here.
-    fn start() -> Option<PrivatePostgres> {
-        let dir = std::env::temp_dir().join(format!("idemkit-pg-{}", &Token::random().hex()[..10]));
-        let port = common::free_port();
-        let data = dir.to_string_lossy().into_owned();
-        let made = Self::run("mkdir", &["-p", &data])
-            && Self::run(
-                "initdb",
-                &[
-                    "-D",
-                    &data,
-                    "-U",
-                    "postgres",
-                    "--auth=trust",
-                    "-E",
-                    "UTF8",
-                    "--locale=C",
-                ],
-            );
-        if !made {
-            eprintln!(
-                "SKIPPED: cannot initdb a private PostgreSQL (needs initdb, and runuser as root)"
-            );
-            return None;
-        }
-        let server = PrivatePostgres { dir, port };
-        if !server.pg_ctl("start") {
-            eprintln!("SKIPPED: cannot start a private PostgreSQL");
-            return None;
-        }
-        Some(server)
-    }
-
-    fn pg_ctl(&self, action: &str) -> bool {
-        let data = self.dir.to_string_lossy().into_owned();
-        let options = format!("-p {} -k {} -c listen_addresses=127.0.0.1", self.port, data);
-        let log = format!("{data}/server.log");
-        Self::run(
-            "pg_ctl",
-            &[
-                "-D", &data, "-o", &options, "-l", &log, "-m", "fast", "-w", action,
-            ],
-        )
-    }
-
-    /// The last lines of the server's log.
-    fn log_tail(&self) -> String {
-        let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-}
-
-impl Drop for PrivatePostgres {
-    fn drop(&mut self) {
-        self.pg_ctl("stop");
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 /// A real restart (`pg_ctl restart -m fast`): the first call of every operation afterwards works
 /// on the same store, whose connections the restart ended. (A restart takes long enough for the
 /// client to see its connections close; the race where a statement goes out on a session the
@@ -1083,7 +976,7 @@ async fn every_operation_works_at_once_after_a_server_restart() {
     if postgres_url().is_none() {
         return;
     }
-    let Some(server) = PrivatePostgres::start() else {
+    let Some(server) = common::PrivatePostgres::start() else {
         return;
     };
     let store = Arc::new(

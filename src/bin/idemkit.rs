@@ -319,6 +319,7 @@ async fn open(args: &StoreArgs) -> Result<Arc<dyn Store>, Failed> {
         table: args.table.clone(),
         allow_evicting: args.allow_evicting,
         max_outcome_bytes: None,
+        ..StoreOptions::default()
     };
     idemkit::store::open(args.url()?, &options)
         .await

@@ -549,3 +549,177 @@ pub fn whole_chain(error: &(dyn std::error::Error + 'static)) -> String {
     }
     text
 }
+
+/// A private `redis-server` on a port of its own, to pause (SIGSTOP) and resume (SIGCONT);
+/// stopped when dropped.
+pub struct PausedRedis {
+    child: Child,
+    pub port: u16,
+}
+
+impl PausedRedis {
+    /// `None` (a loud skip) without the binary.
+    pub fn start() -> Option<PausedRedis> {
+        let port = free_port();
+        let mut command = Command::new("redis-server");
+        command
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(["--maxmemory-policy", "noeviction"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = spawn_redis_server(&mut command)?;
+        let server = PausedRedis { child, port };
+        wait_until("private redis-server answers", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Some(server)
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Sends `signal` (`-STOP`, `-CONT`) to the server.
+    pub fn signal(&self, signal: &str) {
+        let ok = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {signal}");
+    }
+}
+
+impl Drop for PausedRedis {
+    fn drop(&mut self) {
+        self.signal("-CONT");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A PostgreSQL server of its own (initdb in a temporary directory, run as the `postgres` OS
+/// user through `runuser` when this runs as root), stopped when dropped.
+pub struct PrivatePostgres {
+    pub dir: std::path::PathBuf,
+    pub port: u16,
+    /// More server settings (`-c name=value ...`), given at every start.
+    pub settings: String,
+}
+
+impl PrivatePostgres {
+    pub fn command(program: &str) -> std::process::Command {
+        let as_root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+        if as_root {
+            let mut command = std::process::Command::new("runuser");
+            command.args(["-u", "postgres", "--", program]);
+            command
+        } else {
+            std::process::Command::new(program)
+        }
+    }
+
+    pub fn run(program: &str, args: &[&str]) -> bool {
+        let output = Self::command(program).args(args).output();
+        match output {
+            Ok(o) if o.status.success() => true,
+            Ok(o) => {
+                // Say why, so that a failure in a loaded CI run can be read from its log.
+                eprintln!(
+                    "{program} {args:?} failed ({}): {}{}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                false
+            }
+            Err(e) => {
+                eprintln!("{program} could not run: {e}");
+                false
+            }
+        }
+    }
+
+    /// `None` (and a loud skip) when initdb or pg_ctl cannot run here.
+    pub fn start() -> Option<PrivatePostgres> {
+        let server = PrivatePostgres::init()?;
+        if !server.pg_ctl("start") {
+            eprintln!("SKIPPED: cannot start a private PostgreSQL");
+            return None;
+        }
+        Some(server)
+    }
+
+    /// A data directory made by initdb, the server not started yet (`pg_ctl("start")`);
+    /// `None` (and a loud skip) when initdb cannot run here.
+    pub fn init() -> Option<PrivatePostgres> {
+        let dir = std::env::temp_dir().join(format!(
+            "idemkit-pg-{}",
+            &idemkit::Token::random().hex()[..10]
+        ));
+        let port = free_port();
+        let data = dir.to_string_lossy().into_owned();
+        let made = Self::run("mkdir", &["-p", &data])
+            && Self::run(
+                "initdb",
+                &[
+                    "-D",
+                    &data,
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                ],
+            );
+        if !made {
+            eprintln!(
+                "SKIPPED: cannot initdb a private PostgreSQL (needs initdb, and runuser as root)"
+            );
+            return None;
+        }
+        Some(PrivatePostgres {
+            dir,
+            port,
+            settings: String::new(),
+        })
+    }
+
+    pub fn pg_ctl(&self, action: &str) -> bool {
+        let data = self.dir.to_string_lossy().into_owned();
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 {}",
+            self.port, data, self.settings
+        );
+        let log = format!("{data}/server.log");
+        Self::run(
+            "pg_ctl",
+            &[
+                "-D", &data, "-o", &options, "-l", &log, "-m", "fast", "-w", action,
+            ],
+        )
+    }
+
+    /// The last lines of the server's log.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        self.pg_ctl("stop");
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -117,6 +117,7 @@ pub(crate) fn store_open(
         table: string(env, table)?,
         allow_evicting,
         max_outcome_bytes: usize::try_from(max_outcome_bytes).ok().filter(|&m| m > 0),
+        ..StoreOptions::default()
     };
     let store = idemkit::runtime::block_on(idemkit::store::open(&url, &options))?;
     Ok(handles::store_into_handle(Arc::new(StoreHandle {

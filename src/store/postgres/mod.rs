@@ -29,8 +29,9 @@
 //! **Newest first**: `newest` (the CLI's `list`) reads `ORDER BY claimed_at DESC, key LIMIT n`
 //! along the index of `sql/postgres/002_idemkit_records_claimed_at.sql`.
 //!
-//! TLS is not built in: `sslmode=disable` and `sslmode=prefer` (the default) connect in plain
-//! text; `sslmode=require` is refused with a configuration error.
+//! **TLS**: libpq's `sslmode` (`disable`, `prefer` — the default —, `require`, `verify-ca`,
+//! `verify-full`) and `sslrootcert`, over rustls: see the `tls` module for what each mode
+//! checks.
 //!
 //! **Code**: the schema and statements are in `sql`, reading rows and cursors in `codec`, the
 //! connections in `pool`, PostgreSQL errors in `errors`; this file holds the [`Store`]
@@ -40,26 +41,26 @@ mod codec;
 mod errors;
 mod pool;
 mod sql;
+mod tls;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio_postgres::config::SslMode;
 use tokio_postgres::Config;
 
 use self::codec::{corrupt, filter_tenant_key, parse_cursor, record_from_row, render_cursor};
 use self::errors::error_text;
-use self::pool::{Slot, CONNECTIONS, CONNECT_TIMEOUT};
+use self::pool::{Slot, CONNECTIONS, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 use self::sql::Sql;
 pub use self::sql::{
     schema_sql, validate_table_name, CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE, HELD_OUTCOME_SQL,
     HOT_UPDATES_SQL, SCHEMA_SQL,
 };
 use super::{
-    nfc, redact_url, repeated_resolution, Claim, ClaimReply, ClaimRequest, Completion, ListFilter,
-    Page, RecordId, Resolution, Resolved, Store, StoreOptions, DEFAULT_MAX_OUTCOME_BYTES,
-    MAX_SPAN_MS,
+    checked_timeout, nfc, redact_url, repeated_resolution, take_url_settings, Claim, ClaimReply,
+    ClaimRequest, Completion, ListFilter, Page, RecordId, Resolution, Resolved, Store,
+    StoreOptions, DEFAULT_MAX_OUTCOME_BYTES, MAX_POOL_SIZE, MAX_SPAN_MS,
 };
 use crate::error::StoreError;
 use crate::record::{Outcome, Record, RecordState, Status, Token, RECORD_FORMAT};
@@ -78,6 +79,14 @@ pub struct PostgresStore {
     next: AtomicUsize,
     url: String,
     max_outcome_bytes: usize,
+    /// How long one statement may take (see [`StoreOptions::statement_timeout`]).
+    statement_timeout: Duration,
+    /// How long opening a connection may take, startup included.
+    connect_timeout: Duration,
+    /// libpq's `sslmode`.
+    ssl_mode: tls::SslMode,
+    /// The TLS connector, unless `sslmode=disable`.
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -92,11 +101,33 @@ impl std::fmt::Debug for PostgresStore {
 impl PostgresStore {
     /// Connects to `url` (`postgres://user[:password]@host[:port]/database[?sslmode=...]`).
     ///
+    /// Connection settings: `options.connect_timeout` (default 2 s; the URL's libpq
+    /// `connect_timeout`, in seconds, wins), `options.statement_timeout` (default 5 s; URL
+    /// `statement_timeout_ms`) and `options.pool_size` (default 16; URL `pool_size`).
+    ///
     /// Checks the table name and that the server answers; the table itself may be created
     /// afterwards with [`PostgresStore::create_table_if_missing`] (until then calls fail with a
     /// message saying so).
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<PostgresStore, StoreError> {
         let shown = redact_url(url);
+        let (url, settings) = take_url_settings(url, "PostgreSQL")?;
+        let url = url.as_str();
+        let statement_timeout = settings
+            .statement_timeout
+            .or(checked_timeout(
+                "statement_timeout",
+                options.statement_timeout,
+            )?)
+            .unwrap_or(STATEMENT_TIMEOUT);
+        let pool_size = match settings.pool_size.or(options.pool_size) {
+            Some(n) if n == 0 || n > MAX_POOL_SIZE => {
+                return Err(StoreError::Configuration(format!(
+                    "StoreOptions.pool_size is {n}; give a number of connections from 1 to {MAX_POOL_SIZE}, or None for the default ({CONNECTIONS})"
+                )))
+            }
+            Some(n) => n,
+            None => CONNECTIONS,
+        };
         let table = options
             .table
             .clone()
@@ -108,14 +139,20 @@ impl PostgresStore {
                 error_text(&e)
             ))
         })?;
-        if config.get_ssl_mode() == SslMode::Require {
-            return Err(StoreError::Configuration(format!(
-                "{shown} asks for sslmode=require, but this build of idemkit connects without TLS; use sslmode=disable or sslmode=prefer, or reach the server through a TLS tunnel"
-            )));
-        }
+        let ssl_mode = match settings.ssl_mode.as_deref() {
+            Some(name) => tls::SslMode::from_name(name, &shown)?,
+            None => tls::SslMode::Prefer,
+        };
+        let tls = tls::connector(ssl_mode, settings.ssl_root_cert.as_deref(), &shown)?;
+        config.ssl_mode(ssl_mode.negotiation());
         if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
+            let timeout = checked_timeout("connect_timeout", options.connect_timeout)?;
+            config.connect_timeout(timeout.unwrap_or(CONNECT_TIMEOUT));
         }
+        let connect_timeout = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT);
         if config.get_application_name().is_none() {
             config.application_name("idemkit");
         }
@@ -123,12 +160,16 @@ impl PostgresStore {
             config,
             sql: Sql::new(&table),
             table,
-            slots: (0..CONNECTIONS).map(|_| Slot::default()).collect(),
+            slots: (0..pool_size).map(|_| Slot::default()).collect(),
             next: AtomicUsize::new(0),
             url: shown,
             max_outcome_bytes: options
                 .max_outcome_bytes
                 .unwrap_or(DEFAULT_MAX_OUTCOME_BYTES),
+            statement_timeout,
+            connect_timeout,
+            ssl_mode,
+            tls,
         };
         let client = store.raw_connection().await?;
         let found: Option<String> = client

@@ -11,22 +11,26 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::errors::error_text;
 use super::sql::EachStatement;
+use super::tls::SslMode;
 use super::PostgresStore;
 use crate::error::StoreError;
 
-/// The most connections a store opens. They are opened as concurrent callers need them: a call
-/// takes an idle connection, or opens one more, or (at the limit) shares the least busy one,
-/// whose statements tokio-postgres then pipelines. Commits on one connection wait for each
-/// other's WAL flush, so concurrent callers need connections of their own to commit together.
+/// The most connections a store opens, unless configured (`pool_size`). They are opened as
+/// concurrent callers need them: a call takes an idle connection, or opens one more, or (at
+/// the limit) shares the least busy one, whose statements tokio-postgres then pipelines.
+/// Commits on one connection wait for each other's WAL flush, so concurrent callers need
+/// connections of their own to commit together.
 pub(super) const CONNECTIONS: usize = 16;
-/// How long connecting may take (unless the URL sets `connect_timeout`).
+/// How long connecting may take, the server's startup answers included, unless configured
+/// (libpq's `connect_timeout`, or `StoreOptions::connect_timeout`).
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long one statement may take before the call fails as store-unavailable.
-const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one statement may take before the call fails as store-unavailable, unless
+/// configured (`statement_timeout_ms`).
+pub(super) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The statements of one connection, prepared when it is made.
 pub(super) type Statements = EachStatement<Statement>;
@@ -79,20 +83,96 @@ fn broken_connection(e: &tokio_postgres::Error) -> bool {
     }
 }
 
+/// Drives a connection in the background until it closes.
+fn spawn_connection<F>(connection: F)
+where
+    F: std::future::Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            log::debug!("idemkit: PostgreSQL connection ended: {e}");
+        }
+    });
+}
+
+/// Whether connecting failed in TLS (negotiation or handshake).
+fn is_tls_error(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error().is_none() && e.to_string().starts_with("error performing TLS handshake")
+}
+
 impl PostgresStore {
     pub(super) async fn raw_connection(&self) -> Result<Client, StoreError> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
-            let message = format!("cannot connect to {}: {}", self.url, error_text(&e));
-            StoreError::driver_message(message, e)
-        })?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                log::debug!("idemkit: PostgreSQL connection ended: {e}");
+        // tokio-postgres bounds only the TCP connect by `connect_timeout`: a server that
+        // accepts and then never answers the startup would hold the caller forever.
+        let connecting = tokio::time::timeout(self.connect_timeout, self.connect_once());
+        connecting.await.map_err(|_| {
+            StoreError::unavailable(format!(
+                "cannot connect to {}: no answer within {} ms (the connect timeout; set connect_timeout=<seconds> in the URL or StoreOptions::connect_timeout)",
+                self.url,
+                self.connect_timeout.as_millis()
+            ))
+        })?
+    }
+
+    /// Connects as `sslmode` says; with `prefer`, a TLS handshake that fails is followed by
+    /// one try in plain text, as libpq does.
+    async fn connect_once(&self) -> Result<Client, StoreError> {
+        let Some(tls) = &self.tls else {
+            return self.plain_connection(&self.config).await;
+        };
+        match self.config.connect(tls.clone()).await {
+            Ok((client, connection)) => {
+                spawn_connection(connection);
+                Ok(client)
             }
-        });
+            Err(e) if self.ssl_mode == SslMode::Prefer && is_tls_error(&e) => {
+                log::debug!(
+                    "idemkit: TLS to {} failed ({}); sslmode=prefer connects in plain text",
+                    self.url,
+                    error_text(&e)
+                );
+                let mut plain = self.config.clone();
+                plain.ssl_mode(tokio_postgres::config::SslMode::Disable);
+                self.plain_connection(&plain).await
+            }
+            Err(e) => Err(self.connect_error(e)),
+        }
+    }
+
+    async fn plain_connection(&self, config: &Config) -> Result<Client, StoreError> {
+        let (client, connection) = config
+            .connect(NoTls)
+            .await
+            .map_err(|e| self.connect_error(e))?;
+        spawn_connection(connection);
         Ok(client)
     }
 
+    /// A failed connect: a TLS failure the configuration must fix (the server has no TLS but
+    /// `sslmode` asks for it, or its certificate does not check out) is a configuration error
+    /// that says what to change; anything else means the server could not be reached.
+    fn connect_error(&self, e: tokio_postgres::Error) -> StoreError {
+        let text = error_text(&e);
+        if !is_tls_error(&e) {
+            // The driver's error stays the source.
+            return StoreError::driver_message(
+                format!("cannot connect to {}: {text}", self.url),
+                e,
+            );
+        }
+        let mode = self.ssl_mode.name();
+        let fix = if text.contains("server does not support TLS") {
+            format!("the server does not offer TLS, and sslmode={mode} needs it; turn ssl on in the server, or use sslmode=prefer or disable")
+        } else if text.contains("certificate") {
+            format!("the server's certificate did not check out under sslmode={mode}: give sslrootcert=<PEM file> holding the CA that signed it, and connect by the host name (or IP address) the certificate is made out to; verify-ca checks only the CA")
+        } else {
+            format!("the TLS handshake failed under sslmode={mode}")
+        };
+        StoreError::Configuration(format!(
+            "cannot connect to {} over TLS: {text}; {fix}",
+            self.url
+        ))
+    }
     async fn new_session(&self) -> Result<Session, StoreError> {
         let client = self.raw_connection().await?;
         let sql = &self.sql;
@@ -220,7 +300,7 @@ impl PostgresStore {
         loop {
             tries -= 1;
             let session = self.session(slot).await?;
-            match tokio::time::timeout(STATEMENT_TIMEOUT, op(session.clone())).await {
+            match tokio::time::timeout(self.statement_timeout, op(session.clone())).await {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(e)) => {
                     let broken = broken_connection(&e);
@@ -235,9 +315,9 @@ impl PostgresStore {
                     // The connection may be stuck behind the slow statement: start afresh.
                     Self::drop_session(slot, &session);
                     return Err(StoreError::unavailable(format!(
-                        "PostgreSQL at {} did not answer within {} s",
+                        "PostgreSQL at {} did not answer within {} ms (the statement timeout; statement_timeout_ms in the URL or StoreOptions::statement_timeout)",
                         self.url,
-                        STATEMENT_TIMEOUT.as_secs()
+                        self.statement_timeout.as_millis()
                     )));
                 }
             }

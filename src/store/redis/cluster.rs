@@ -8,7 +8,7 @@ use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, Value};
 
 use super::codec::{items, number, text};
-use super::pool::{broken_connection, Connection, CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
+use super::pool::{broken_connection, Connection, Timeouts};
 use super::RedisStore;
 use crate::error::StoreError;
 use crate::store::redact_url;
@@ -62,10 +62,11 @@ pub(super) fn cluster_node_urls(url: &str) -> Result<Option<Vec<String>>, StoreE
 pub(super) async fn connect(
     nodes: Vec<String>,
     shown: &str,
+    timeouts: Timeouts,
 ) -> Result<ClusterConnection, StoreError> {
     let client = ClusterClientBuilder::new(nodes)
-        .connection_timeout(CONNECT_TIMEOUT)
-        .response_timeout(RESPONSE_TIMEOUT)
+        .connection_timeout(timeouts.connect)
+        .response_timeout(timeouts.response)
         .retries(CLUSTER_RETRIES)
         .min_retry_wait(10)
         .max_retry_wait(500)

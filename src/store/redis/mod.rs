@@ -65,9 +65,9 @@ use self::layout::{is_record_suffix, ListCursor};
 use self::pool::{broken_connection, Connection};
 use self::scripts::{CLAIM, COMPLETE, GET, PURGE_ONE, RELEASE, RESOLVE};
 use super::{
-    newest_first, nfc, redact_url, repeated_resolution, Claim, ClaimReply, ClaimRequest,
-    Completion, ListFilter, Page, RecordId, Resolution, Resolved, Store, StoreOptions,
-    DEFAULT_MAX_OUTCOME_BYTES, MAX_SPAN_MS,
+    checked_timeout, newest_first, nfc, redact_url, repeated_resolution, take_url_settings, Claim,
+    ClaimReply, ClaimRequest, Completion, ListFilter, Page, RecordId, Resolution, Resolved, Store,
+    StoreOptions, DEFAULT_MAX_OUTCOME_BYTES, MAX_SPAN_MS,
 };
 use crate::error::StoreError;
 use crate::record::{Outcome, Record, Token, RECORD_FORMAT};
@@ -111,8 +111,26 @@ impl RedisStore {
     /// (anything but `noeviction`) unless `options.allow_evicting`: an evicted claim is a second
     /// execution. When the server does not allow `CONFIG GET` (managed Redis), a warning is logged
     /// and the store opens.
+    ///
+    /// Timeouts: `options.connect_timeout` (default 2 s) and `options.response_timeout`
+    /// (default 5 s), or the URL's `connect_timeout_ms` and `response_timeout_ms`, which win.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<RedisStore, StoreError> {
         let shown = redact_url(url);
+        let (url, settings) = take_url_settings(url, "Redis")?;
+        let url = url.as_str();
+        let timeouts = pool::Timeouts {
+            connect: settings
+                .connect_timeout
+                .or(checked_timeout("connect_timeout", options.connect_timeout)?)
+                .unwrap_or(pool::CONNECT_TIMEOUT),
+            response: settings
+                .response_timeout
+                .or(checked_timeout(
+                    "response_timeout",
+                    options.response_timeout,
+                )?)
+                .unwrap_or(pool::RESPONSE_TIMEOUT),
+        };
         if url.len() >= 6 && url[..6].eq_ignore_ascii_case("rediss") {
             // The redis crate builds rustls without choosing a crypto provider; unless the
             // application installed one, use ring's (an error means one is already installed).
@@ -128,7 +146,7 @@ impl RedisStore {
             .max_outcome_bytes
             .unwrap_or(DEFAULT_MAX_OUTCOME_BYTES);
         if let Some(nodes) = cluster_node_urls(url)? {
-            let cluster = cluster::connect(nodes, &shown).await?;
+            let cluster = cluster::connect(nodes, &shown, timeouts).await?;
             let store = RedisStore {
                 connections: vec![Connection::Cluster(cluster.clone())],
                 cluster: Some(cluster),
@@ -145,7 +163,7 @@ impl RedisStore {
                 "bad Redis URL {shown}: {e}; use redis://[user:password@]host[:port][/db] or rediss://..."
             ))
         })?;
-        let connections = pool::connect(&client, &shown).await?;
+        let connections = pool::connect(&client, &shown, timeouts).await?;
         let store = RedisStore {
             connections,
             cluster: None,

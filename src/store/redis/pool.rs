@@ -20,10 +20,17 @@ use crate::error::StoreError;
 
 /// How many multiplexed connections a store keeps (used round-robin).
 const CONNECTIONS: usize = 4;
-/// How long connecting to the server may take.
+/// How long connecting to the server may take, unless configured (`connect_timeout_ms`).
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long one command may wait for its answer.
+/// How long one command may wait for its answer, unless configured (`response_timeout_ms`).
 pub(super) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The timeouts of a store's connections.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Timeouts {
+    pub(super) connect: Duration,
+    pub(super) response: Duration,
+}
 
 /// A connection: to one server, or to a whole cluster (routing each command by its key).
 #[derive(Clone)]
@@ -65,11 +72,12 @@ impl ConnectionLike for Connection {
 pub(super) async fn connect(
     client: &redis::Client,
     shown: &str,
+    timeouts: Timeouts,
 ) -> Result<Vec<Connection>, StoreError> {
     let config = ConnectionManagerConfig::new()
         .set_number_of_retries(0)
-        .set_connection_timeout(CONNECT_TIMEOUT)
-        .set_response_timeout(RESPONSE_TIMEOUT);
+        .set_connection_timeout(timeouts.connect)
+        .set_response_timeout(timeouts.response);
     let mut connections = Vec::with_capacity(CONNECTIONS);
     for _ in 0..CONNECTIONS {
         let manager = ConnectionManager::new_with_config(client.clone(), config.clone())
