@@ -21,7 +21,15 @@ public final class NativeLibrary {
 
     private NativeLibrary() {}
 
-    /** Loads the library once; safe to call from many threads. */
+    /**
+     * Loads the library once; safe to call from many threads. idemkit's classes call it before
+     * their first native call.
+     *
+     * @throws UnsatisfiedLinkError no library for this platform in the jar nor on {@code
+     *     java.library.path}, or one this machine cannot load: the message names the platform, what
+     *     the project's jars bundle (linux-x86_64, glibc 2.34 or newer) and how to use a library
+     *     built by hand
+     */
     public static void load() {
         if (loaded) {
             return;
