@@ -9,6 +9,9 @@ import java.util.Map;
  * A store run by the native core, opened by URL. {@link #close()} is atomic and idempotent and
  * waits for no one: the native store is freed when the last in-flight call has let go of it. A
  * {@link Cleaner} closes a store that was never closed, as a safety net only.
+ *
+ * <p>Thread-safe, as every {@link IdempotencyStore}: any number of threads may use one store, and
+ * {@link #close()} may race with them.
  */
 public abstract class NativeIdempotencyStore implements IdempotencyStore {
     static final Cleaner CLEANER = Cleaner.create();
@@ -97,6 +100,7 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
      * makes of it (an executor holding its own reference) stays valid after that. It is not
      * meaningful in another process or to another copy of the native library.
      *
+     * @return the handle, an address only the same native library can use
      * @throws IllegalStateException if the store is closed
      */
     public long nativeHandle() {
@@ -109,7 +113,11 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
         }
     }
 
-    /** Whether {@link #close()} was called. */
+    /**
+     * Whether {@link #close()} was called.
+     *
+     * @return {@code true} once closed
+     */
     public boolean isClosed() {
         return handle.isClosed();
     }
