@@ -52,6 +52,28 @@ public interface IdempotencyStore extends AutoCloseable {
     Map<String, Long> eventCounts();
 
     /** Closes the store; calls in flight finish first. Safe to call twice. */
+    /**
+     * Calls {@code listener} with every event of the calls through this store, from now on (see
+     * {@link IdempotencyListener} for when and on which thread).
+     *
+     * @param listener the listener
+     * @throws UnsupportedOperationException if this store cannot report events
+     */
+    default void addListener(IdempotencyListener listener) {
+        throw new UnsupportedOperationException(
+                getClass().getName() + " does not report events to listeners");
+    }
+
+    /**
+     * Stops calling {@code listener}.
+     *
+     * @param listener a listener added before
+     * @return whether it was registered
+     */
+    default boolean removeListener(IdempotencyListener listener) {
+        return false;
+    }
+
     @Override
     void close();
 }

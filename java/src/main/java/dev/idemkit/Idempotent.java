@@ -57,4 +57,31 @@ public @interface Idempotent {
      * @return the lease in seconds; default 300
      */
     long leaseSeconds() default 300;
+
+    /**
+     * What the body does to the world, which decides what its failure means (SPEC v1.1 rule 7):
+     * {@link Effect#READ_ONLY} claims nothing, {@link Effect#IDEMPOTENT} (the default) releases a
+     * failure, {@link Effect#EFFECTFUL} holds it as an indeterminate outcome.
+     *
+     * @return the effect kind
+     */
+    Effect effect() default Effect.IDEMPOTENT;
+
+    /**
+     * Exception types (and their subtypes) whose failures are known to have had no effect: the
+     * claim is released and a retry runs, whatever the {@link #effect()}. First in the
+     * classification.
+     *
+     * @return exception types
+     */
+    Class<? extends Throwable>[] noEffect() default {};
+
+    /**
+     * Exception types (and their subtypes) whose failures are permanent: recorded as failures and
+     * replayed under {@code RETURN_CACHED}, never retried. Second in the classification, after
+     * {@link #noEffect()}.
+     *
+     * @return exception types
+     */
+    Class<? extends Throwable>[] permanent() default {};
 }

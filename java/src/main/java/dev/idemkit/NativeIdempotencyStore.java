@@ -24,8 +24,13 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
         "indeterminate",
         "released",
         "store_error",
-        "record_failed"
+        "record_failed",
+        "retried"
     };
+    private static final System.Logger LOG = System.getLogger("dev.idemkit");
+
+    private final java.util.List<IdempotencyListener> listeners =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
 
     final NativeHandle handle;
     private final Cleaner.Cleanable cleanable;
@@ -71,6 +76,64 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
     @Override
     public String describe() {
         return description;
+    }
+
+    @Override
+    public void addListener(IdempotencyListener listener) {
+        java.util.Objects.requireNonNull(listener, "listener");
+        long h = handle.acquire();
+        try {
+            NativeBridge.storeListen(h);
+            listeners.add(listener);
+        } finally {
+            handle.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
+    public boolean removeListener(IdempotencyListener listener) {
+        return listeners.remove(listener);
+    }
+
+    /**
+     * Hands the events waiting in the core to the listeners, on this thread; a listener that throws
+     * is logged. Called after each native step of a call; a no-op without listeners.
+     */
+    void deliverEvents() {
+        if (listeners.isEmpty()) {
+            return;
+        }
+        String[] fields;
+        long h = handle.acquire();
+        try {
+            fields = NativeBridge.storeDrainEvents(h);
+        } finally {
+            handle.release();
+            Reference.reachabilityFence(this);
+        }
+        if (fields == null) {
+            return;
+        }
+        for (int i = 0; i + 4 < fields.length; i += 5) {
+            IdempotencyEvent event =
+                    new IdempotencyEvent(
+                            IdempotencyEvent.Kind.of(fields[i]),
+                            fields[i + 1],
+                            fields[i + 2],
+                            fields[i + 3],
+                            fields[i + 4]);
+            for (IdempotencyListener listener : listeners) {
+                try {
+                    listener.onEvent(event);
+                } catch (RuntimeException | LinkageError | AssertionError thrown) {
+                    LOG.log(
+                            System.Logger.Level.WARNING,
+                            "idemkit: an event listener threw on " + event + "; the call goes on",
+                            thrown);
+                }
+            }
+        }
     }
 
     @Override

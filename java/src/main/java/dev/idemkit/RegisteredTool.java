@@ -123,7 +123,8 @@ final class RegisteredTool {
                 method,
                 method.getAnnotation(Tool.class),
                 method.getAnnotation(Idempotent.class),
-                mapper);
+                mapper,
+                null);
     }
 
     /**
@@ -131,7 +132,12 @@ final class RegisteredTool {
      * by name).
      */
     static RegisteredTool of(
-            Object target, Method method, Tool tool, Idempotent methodPolicy, ObjectMapper mapper) {
+            Object target,
+            Method method,
+            Tool tool,
+            Idempotent methodPolicy,
+            ObjectMapper mapper,
+            RetryPolicy retry) {
         String name = tool.name().isEmpty() ? method.getName() : tool.name();
         Idempotent policy = Registrar.policy(target, method, methodPolicy);
         KeyStrategy strategy = Registrar.strategy(policy);
@@ -213,7 +219,7 @@ final class RegisteredTool {
         ResultTypes.requireRoundTrip(mapper, returnType, where);
 
         IdempotentInvoker.NativeTool nativeTool =
-                Registrar.nativeTool(name, policy, tool.timeoutMs(), checkable);
+                Registrar.nativeTool(name, policy, tool.timeoutMs(), checkable, retry);
         return new RegisteredTool(
                 name,
                 tool.description(),

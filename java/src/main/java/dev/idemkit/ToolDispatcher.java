@@ -355,6 +355,8 @@ public final class ToolDispatcher implements AutoCloseable {
         private String tenant;
         private String run;
         private ObjectMapper mapper;
+        private RetryPolicy retry;
+        private final List<IdempotencyListener> listeners = new ArrayList<>();
 
         private Builder() {}
 
@@ -429,6 +431,31 @@ public final class ToolDispatcher implements AutoCloseable {
         }
 
         /**
+         * Retries failed tool calls by {@code retry} (SPEC v1.1 rule 8): the core runs a failure
+         * again only where the tool's effect allows it (see {@link RetryPolicy}), under the same
+         * key and within the tool's {@code timeoutMs}. Default: no retries.
+         *
+         * @param retry the policy, or null for none
+         * @return this builder
+         */
+        public Builder retry(RetryPolicy retry) {
+            this.retry = retry;
+            return this;
+        }
+
+        /**
+         * Calls {@code listener} with the events of this dispatcher's tools (not of other users of
+         * the same store); see {@link IdempotencyListener}.
+         *
+         * @param listener the listener
+         * @return this builder
+         */
+        public Builder listener(IdempotencyListener listener) {
+            listeners.add(java.util.Objects.requireNonNull(listener, "listener"));
+            return this;
+        }
+
+        /**
          * Registers every tool.
          *
          * @return the dispatcher, open until {@link ToolDispatcher#close()}
@@ -460,7 +487,7 @@ public final class ToolDispatcher implements AutoCloseable {
                 for (Object[] t : all) {
                     RegisteredTool tool =
                             RegisteredTool.of(
-                                    t[0], (Method) t[1], (Tool) t[2], (Idempotent) t[3], m);
+                                    t[0], (Method) t[1], (Tool) t[2], (Idempotent) t[3], m, retry);
                     handles.add(tool.nativeTool.handle);
                     if (registered.putIfAbsent(tool.name, tool) != null) {
                         throw new IllegalArgumentException(
@@ -492,6 +519,20 @@ public final class ToolDispatcher implements AutoCloseable {
                                     + " restart runs them again. Use RedisIdempotencyStore or PostgresIdempotencyStore.",
                             required);
                 }
+            }
+            if (!listeners.isEmpty()) {
+                java.util.Set<String> names = java.util.Set.copyOf(registered.keySet());
+                List<IdempotencyListener> own = List.copyOf(listeners);
+                IdempotencyListener filtered =
+                        event -> {
+                            if (event.tool() != null && names.contains(event.tool())) {
+                                for (IdempotencyListener l : own) {
+                                    l.onEvent(event);
+                                }
+                            }
+                        };
+                s.addListener(filtered);
+                registrar.onClose(() -> s.removeListener(filtered));
             }
             return new ToolDispatcher(
                     new Registry(Collections.unmodifiableMap(registered), registrar, m),
