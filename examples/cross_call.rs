@@ -8,37 +8,64 @@
 //!
 //! Prints one line of JSON: `{"ran":0|1,"result":<the result>}`. The body's result is
 //! `"rust:<input>"`, so a caller that gets a remembered result can tell which language ran it.
+//!
+//! Options after the input: `--effectful` makes the tool `EFFECTFUL`; `--fail` makes the body
+//! fail. An idemkit error (or a held failure) is printed as `{"ran":0|1,"error":"<kind>"}`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use idemkit::store::StoreOptions;
-use idemkit::{CallContext, Executor, KeyInput, Policy, Tool};
+use idemkit::{CallContext, Effect, Executor, KeyInput, Policy, Tool};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [url, tool, tenant, input] = args.as_slice() else {
-        eprintln!("usage: cross_call <store-url> <tool> <tenant> <input-json>");
-        std::process::exit(2);
+    let (url, tool, tenant, input, options) = match args.as_slice() {
+        [url, tool, tenant, input, options @ ..]
+            if options.iter().all(|o| o == "--effectful" || o == "--fail") =>
+        {
+            (url, tool, tenant, input, options)
+        }
+        _ => {
+            eprintln!(
+                "usage: cross_call <store-url> <tool> <tenant> <input-json> [--effectful] [--fail]"
+            );
+            std::process::exit(2);
+        }
     };
+    let effect = if options.iter().any(|o| o == "--effectful") {
+        Effect::Effectful
+    } else {
+        Effect::Idempotent
+    };
+    let fail = options.iter().any(|o| o == "--fail");
     let ran = AtomicU32::new(0);
-    let result: String = idemkit::runtime::block_on(async {
+    let answer = idemkit::runtime::block_on(async {
         let store = idemkit::store::open(url, &StoreOptions::default()).await?;
         let executor = Executor::new(store);
-        let tool = Tool::new(tool.as_str(), Policy::default())?;
+        let tool = Tool::new(tool.as_str(), Policy::default().with_effect(effect))?;
         let context = CallContext::new().tenant(tenant.as_str());
         let result = executor
             .call(&tool, &context, KeyInput::Json(input), |_call| async {
                 ran.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, std::io::Error>(format!("rust:{input}"))
+                if fail {
+                    Err(std::io::Error::other("no answer from upstream"))
+                } else {
+                    Ok(format!("rust:{input}"))
+                }
             })
-            .await
-            .map_err(|e| e.to_string())?;
+            .await;
         Ok::<_, Box<dyn std::error::Error>>(result)
     })?;
-    println!(
-        "{{\"ran\":{},\"result\":{}}}",
-        ran.load(Ordering::SeqCst),
-        serde_json::to_string(&result)?
-    );
+    let ran = ran.load(Ordering::SeqCst);
+    match answer {
+        Ok(result) => println!(
+            "{{\"ran\":{ran},\"result\":{}}}",
+            serde_json::to_string(&result)?
+        ),
+        Err(error) => match error.idempotency() {
+            Some(e) => println!("{{\"ran\":{ran},\"error\":\"{}\"}}", e.kind().name()),
+            None => println!("{{\"ran\":{ran},\"error\":\"body\"}}"),
+        },
+    }
     Ok(())
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every idemkit test: the crate's packaging (MSRV, docs, contents), Rust (core, stores, CLI,
-# C ABI), the C program under valgrind, and Java.
+# C ABI), the C program under valgrind, Java, and the Gradle build of the Java library with an
+# application that uses it.
 # Installs and starts what it needs (Redis and PostgreSQL on private ports, cbindgen) and stops
 # what it started.
 #
-#   scripts/test.sh [step...]   steps: fmt clippy crate rust c java (default: all, in that order)
+#   scripts/test.sh [step...]   steps: fmt clippy crate rust c java gradle (default: all, in that order)
 #
 # Every step runs even when an earlier one failed; the run ends with one line
 # `total: N passed, N failed, N skipped` and exits non-zero if any step failed. A step that fails
@@ -19,7 +20,7 @@ root=$(pwd)
 log_dir="$root/.idemkit-run/logs"
 mkdir -p "$log_dir"
 
-all_steps=(fmt clippy crate rust c java)
+all_steps=(fmt clippy crate rust c java gradle)
 steps=("$@")
 if ((${#steps[@]} == 0)); then
   steps=("${all_steps[@]}")
@@ -123,6 +124,39 @@ if wants java; then
   step java mvn -B -f java/pom.xml verify -Dspotless.check.skip=true
 fi
 
+if wants gradle; then
+  header "Gradle: the Java library built by Gradle (gradle/idemkit), an application using it (gradle/example)"
+  # Debian's gradle package (4.4.1 on Debian 12, runs on JDK 17); installed like the other packages
+  # when missing and this is root with apt-get, else the step is skipped with the reason.
+  gradle_skip=""
+  if ! command -v gradle >/dev/null 2>&1; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+      echo "gradle is missing: installing Debian's gradle package with apt-get"
+      if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gradle >/dev/null; }; then
+        gradle_skip="apt-get could not install the gradle package"
+      fi
+    else
+      gradle_skip="gradle is not installed and this is not root with apt-get (apt-get install gradle)"
+    fi
+  fi
+  if [[ -n $gradle_skip ]]; then
+    echo "scripts/test.sh: skipping the gradle step: $gradle_skip" | tee "$log_dir/gradle.log"
+  else
+    # The example prints what its one tool returned for a call and its retry, and how often the
+    # body ran: once.
+    gradle_example() {
+      local out
+      out=$(gradle --no-daemon --console=plain -q -p gradle/example run) || return 1
+      printf '%s\n' "$out"
+      grep -qx 'first call: BK-12-1, retry: BK-12-1' <<<"$out" &&
+        grep -qx 'the booking ran 1 time(s)' <<<"$out" ||
+        { echo "gradle/example: expected the booking to run once (see README: Install, Gradle)"; return 1; }
+    }
+    step gradle gradle_example
+  fi
+fi
+
 # One closing line for the whole run.
 python3 - "$log_dir" ${failed_steps[@]+"${failed_steps[@]}"} <<'PY'
 import re, sys, pathlib
@@ -153,7 +187,13 @@ def java(text):
         p += int(t) - int(fl) - int(e) - int(sk); f += int(fl) + int(e); s += int(sk)
     return p, f, s
 
-counters = {"cargo": cargo, "c": c_tests, "java": java}
+def gradle(text):
+    # The example checks its own output; one line per run that counts it as one test.
+    if "skipping the gradle step" in text:
+        return 0, 0, 1
+    return (1, 0, 0) if "the booking ran 1 time(s)" in text else (0, 0, 0)
+
+counters = {"cargo": cargo, "c": c_tests, "java": java, "gradle": gradle}
 passed = failed = skipped = 0
 for name, count in counters.items():
     p, f, s = count(log(name))

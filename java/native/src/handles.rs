@@ -1,16 +1,81 @@
 //! Native objects as `jlong` handles: `Arc`/`Box` raw pointers, one destroy per type that
 //! ignores 0, and a `NullPointerException` for a call on 0.
 
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use idemkit::{Attempt, CallContext, Executor, Tool};
+use idemkit::{Attempt, CallContext, Executor, RetryPolicy, Tool};
 use jni::sys::jlong;
 
 use crate::boundary::{Failure, Result};
 
-/// A store as Java holds it: the executor over it (which shares the store and its event counts).
+/// A store as Java holds it: the executor over it (which shares the store and its event counts),
+/// and the events waiting for Java listeners.
 pub(crate) struct StoreHandle {
     pub(crate) executor: Executor,
+    pub(crate) events: Arc<EventQueue>,
+}
+
+/// One event as Java listeners get it: kind (SPEC name), tool, key, tenant, detail.
+pub(crate) type QueuedEvent = [Option<String>; 5];
+
+/// Events for Java listeners. The core emits them on the thread of the call (or a settling
+/// task); they wait here until a Java thread drains them after its native call returns, so no
+/// Java code ever runs inside a native frame (JNI rules). Bounded: past [`EventQueue::CAPACITY`]
+/// the oldest are dropped and counted.
+#[derive(Default)]
+pub(crate) struct EventQueue {
+    subscribed: AtomicBool,
+    queue: Mutex<VecDeque<QueuedEvent>>,
+    pub(crate) dropped: AtomicU64,
+}
+
+impl EventQueue {
+    pub(crate) const CAPACITY: usize = 4096;
+
+    /// Starts queueing the executor's events (once; later calls do nothing).
+    pub(crate) fn subscribe(self: &Arc<Self>, executor: &Executor) {
+        if self.subscribed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let queue = Arc::downgrade(self);
+        executor
+            .events()
+            .subscribe(Arc::new(move |event: &idemkit::Event<'_>| {
+                let Some(queue) = queue.upgrade() else { return };
+                let entry = [
+                    Some(event.kind.name().to_owned()),
+                    Some(event.tool.to_owned()),
+                    event.key.map(|k| k.hex()),
+                    event.tenant.map(str::to_owned),
+                    event.detail.map(str::to_owned),
+                ];
+                let mut pending = queue.queue.lock().unwrap_or_else(|p| p.into_inner());
+                if pending.len() >= Self::CAPACITY {
+                    pending.pop_front();
+                    queue.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                pending.push_back(entry);
+            }));
+    }
+
+    /// Whether anything is waiting (a cheap check before a drain).
+    pub(crate) fn is_subscribed(&self) -> bool {
+        self.subscribed.load(Ordering::Acquire)
+    }
+
+    /// Everything waiting, oldest first.
+    pub(crate) fn drain(&self) -> Vec<QueuedEvent> {
+        let mut pending = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        pending.drain(..).collect()
+    }
+}
+
+/// A tool as Java holds it: the validated tool, and how its dispatcher retries failures.
+pub(crate) struct ToolHandle {
+    pub(crate) tool: Tool,
+    pub(crate) retry: Option<RetryPolicy>,
 }
 
 /// One call between `begin` and its destroy: the attempt and the executor it runs on (a clone,
@@ -18,6 +83,8 @@ pub(crate) struct StoreHandle {
 pub(crate) struct AttemptHandle {
     pub(crate) executor: Executor,
     pub(crate) attempt: Mutex<Attempt>,
+    /// After a report: the pause before running the body again (SPEC v1.1 rule 8), or -1.
+    pub(crate) retry_after_ms: AtomicI64,
 }
 
 pub(crate) fn store_into_handle(store: Arc<StoreHandle>) -> jlong {
@@ -47,23 +114,23 @@ pub(crate) fn store_destroy(handle: jlong) {
     }
 }
 
-pub(crate) fn tool_into_handle(tool: Tool) -> jlong {
+pub(crate) fn tool_into_handle(tool: ToolHandle) -> jlong {
     Box::into_raw(Box::new(tool)) as jlong
 }
 
 /// The tool behind `handle`; the dispatcher that owns it stays reachable during the call.
-pub(crate) fn tool<'a>(handle: jlong) -> Result<&'a Tool> {
+pub(crate) fn tool<'a>(handle: jlong) -> Result<&'a ToolHandle> {
     if handle == 0 {
         return Err(Failure::NullHandle("the tool"));
     }
     // SAFETY: made by `tool_into_handle`, destroyed only once its dispatcher is unreachable.
-    Ok(unsafe { &*(handle as *const Tool) })
+    Ok(unsafe { &*(handle as *const ToolHandle) })
 }
 
 pub(crate) fn tool_destroy(handle: jlong) {
     if handle != 0 {
         // SAFETY: the one destroy of a handle made by `tool_into_handle`.
-        unsafe { drop(Box::from_raw(handle as *mut Tool)) }
+        unsafe { drop(Box::from_raw(handle as *mut ToolHandle)) }
     }
 }
 

@@ -157,6 +157,11 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_toolNew<'l>(
     lease_seconds: jlong,
     timeout_ms: jlong,
     parameters: JObjectArray<'l, JString<'l>>,
+    effect: JString<'l>,
+    no_effect: JObjectArray<'l, JString<'l>>,
+    permanent: JObjectArray<'l, JString<'l>>,
+    retry: JLongArray<'l>,
+    retry_on: JObjectArray<'l, JString<'l>>,
 ) -> jlong {
     entry(&mut env, |env| {
         ops::tool_new(
@@ -170,6 +175,11 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_toolNew<'l>(
             lease_seconds,
             timeout_ms,
             &parameters,
+            &effect,
+            &no_effect,
+            &permanent,
+            &retry,
+            &retry_on,
         )
     })
 }
@@ -207,10 +217,47 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_report<'l>(
     length: jint,
     error_type: JString<'l>,
     message: JString<'l>,
+    types: JObjectArray<'l, JString<'l>>,
 ) -> JString<'l> {
     entry(&mut env, |env| {
-        ops::report(env, attempt, body, &result, length, &error_type, &message)
+        ops::report(
+            env,
+            attempt,
+            body,
+            &result,
+            length,
+            &error_type,
+            &message,
+            &types,
+        )
     })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_attemptRetryPause<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    attempt: jlong,
+) -> jlong {
+    entry(&mut env, |_| ops::attempt_retry_pause(attempt))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_storeListen<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+) {
+    entry(&mut env, |_| ops::store_listen(store))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_storeDrainEvents<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+) -> JObjectArray<'l, JString<'l>> {
+    entry(&mut env, |env| ops::store_drain_events(env, store))
 }
 
 #[no_mangle]

@@ -3,6 +3,7 @@
 //! decides what every answer means; this file only translates between Java and the core.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use std::time::Duration;
@@ -10,8 +11,8 @@ use std::time::Duration;
 use idemkit::error::{Setting, StoreOperation};
 use idemkit::store::StoreOptions;
 use idemkit::{
-    Answer, BodyReport, CallContext, Error, Executor, Failure as BodyFailure, KeyStrategy, Policy,
-    RawInput, Recording, RetryBehavior, Step, SuppliedKey, Tool,
+    Answer, BodyReport, CallContext, Effect, Error, Executor, Failure as BodyFailure, KeyStrategy,
+    Policy, RawInput, Recording, RetryBehavior, RetryPolicy, Step, SuppliedKey, Tool,
 };
 use jni::objects::ReleaseMode;
 use jni::objects::{JByteArray, JLongArray, JObjectArray, JString};
@@ -19,7 +20,7 @@ use jni::sys::{jint, jlong};
 use jni::Env;
 
 use crate::boundary::{Failure, Result};
-use crate::handles::{self, AttemptHandle, StoreHandle};
+use crate::handles::{self, AttemptHandle, EventQueue, StoreHandle, ToolHandle};
 
 /// Step codes, the first byte of an answer (mirrored in `NativeBridge.java`).
 pub(crate) const STEP_RUN: u8 = 0;
@@ -122,6 +123,7 @@ pub(crate) fn store_open(
     let store = idemkit::runtime::block_on(idemkit::store::open(&url, &options))?;
     Ok(handles::store_into_handle(Arc::new(StoreHandle {
         executor: Executor::new(store),
+        events: Arc::new(EventQueue::default()),
     })))
 }
 
@@ -178,11 +180,66 @@ fn java_names(error: Error) -> Failure {
                 Setting::Lease => "leaseSeconds",
                 Setting::Timeout => "timeoutMs",
                 Setting::KeyArguments => "keyArguments",
+                Setting::CacheFailures => "cacheFailures",
+                Setting::Effect => "effect",
+                Setting::NoEffectErrors => "noEffect",
+                Setting::PermanentErrors => "permanent",
+                Setting::MaxAttempts => "maxAttempts",
+                Setting::InitialBackoff => "initialBackoff",
+                Setting::MaxBackoff => "maxBackoff",
+                Setting::RetryOn => "retryOn",
                 other => other.rust_name(),
             },
         ))),
         other => Failure::Idemkit(other),
     }
+}
+
+/// `IdempotencyStore.addListener`: from now on the store's events wait for Java listeners.
+pub(crate) fn store_listen(store: jlong) -> Result<()> {
+    let store = handles::store(store)?;
+    store.events.subscribe(&store.executor);
+    Ok(())
+}
+
+/// The events waiting for Java listeners, oldest first, five strings each (kind, tool, key,
+/// tenant, detail; null when absent); null when nothing waits. The count of events dropped
+/// because nobody drained them comes first as a sixth field of a leading `dropped` event.
+pub(crate) fn store_drain_events<'l>(
+    env: &mut Env<'l>,
+    store: jlong,
+) -> Result<JObjectArray<'l, JString<'l>>> {
+    let store = handles::store(store)?;
+    if !store.events.is_subscribed() {
+        return Ok(JObjectArray::<JString>::null());
+    }
+    let mut events = store.events.drain();
+    let dropped = store.events.dropped.swap(0, Ordering::Relaxed);
+    if dropped > 0 {
+        events.insert(
+            0,
+            [
+                Some("dropped".to_owned()),
+                None,
+                None,
+                None,
+                Some(dropped.to_string()),
+            ],
+        );
+    }
+    if events.is_empty() {
+        return Ok(JObjectArray::<JString>::null());
+    }
+    let array = JObjectArray::<JString>::new(env, events.len() * 5, JString::null())?;
+    for (i, event) in events.iter().enumerate() {
+        for (j, field) in event.iter().enumerate() {
+            if let Some(text) = field {
+                let text = JString::from_str(env, text)?;
+                array.set_element(env, i * 5 + j, &text)?;
+            }
+        }
+    }
+    Ok(array)
 }
 
 fn seconds(tool: &str, field: &str, value: jlong) -> Result<Duration> {
@@ -206,6 +263,11 @@ pub(crate) fn tool_new(
     lease_seconds: jlong,
     timeout_ms: jlong,
     parameters: &JObjectArray<'_, JString<'_>>,
+    effect: &JString<'_>,
+    no_effect: &JObjectArray<'_, JString<'_>>,
+    permanent: &JObjectArray<'_, JString<'_>>,
+    retry: &JLongArray<'_>,
+    retry_on: &JObjectArray<'_, JString<'_>>,
 ) -> Result<jlong> {
     let name = string(env, name)?.unwrap_or_default();
     let strategy_name = string(env, strategy)?.unwrap_or_default();
@@ -214,12 +276,30 @@ pub(crate) fn tool_new(
     let behavior_name = string(env, on_cache_hit)?.unwrap_or_default();
     let on_cache_hit = RetryBehavior::from_name(&behavior_name)
         .ok_or_else(|| Failure::IllegalArgument(format!("unknown onCacheHit {behavior_name}")))?;
+    let effect_name = string(env, effect)?.unwrap_or_else(|| "IDEMPOTENT".to_owned());
+    let effect = Effect::from_name(&effect_name)
+        .ok_or_else(|| Failure::IllegalArgument(format!("unknown effect {effect_name}")))?;
     let policy = Policy::new(strategy)
         .with_ttl(seconds(&name, "ttlSeconds", ttl_seconds)?)
         .with_lease(seconds(&name, "leaseSeconds", lease_seconds)?)
         .with_on_cache_hit(on_cache_hit)
         .with_cache_failures(cache_failures)
-        .with_key_arguments(strings(env, key_arguments)?.unwrap_or_default());
+        .with_key_arguments(strings(env, key_arguments)?.unwrap_or_default())
+        .with_effect(effect)
+        .with_no_effect_errors(strings(env, no_effect)?.unwrap_or_default())
+        .with_permanent_errors(strings(env, permanent)?.unwrap_or_default());
+    let retry = if retry.is_null() {
+        None
+    } else {
+        let mut values = [0 as jlong; 3];
+        retry.get_region(env, 0, &mut values)?;
+        let millis = |v: jlong| Duration::from_millis(v.max(0) as u64);
+        let policy = RetryPolicy::attempts(u32::try_from(values[0]).unwrap_or(0))
+            .with_backoff(millis(values[1]), millis(values[2]))
+            .with_retry_on(strings(env, retry_on)?.unwrap_or_default());
+        policy.validate().map_err(java_names)?;
+        Some(policy)
+    };
     let timeout = match timeout_ms {
         0 => None,
         t if t < 0 => {
@@ -233,7 +313,7 @@ pub(crate) fn tool_new(
     if let Some(parameters) = strings(env, parameters)? {
         tool.check_parameters(&parameters).map_err(java_names)?;
     }
-    Ok(handles::tool_into_handle(tool))
+    Ok(handles::tool_into_handle(ToolHandle { tool, retry }))
 }
 
 /// The call's key as ASCII: the 64-hex key, the UUID (36 characters), or nothing (`NONE`).
@@ -340,9 +420,12 @@ pub(crate) fn begin<'l>(
     let store = handles::store(store)?;
     let tool = handles::tool(tool)?;
     let context = handles::context(context)?;
-    let attempt = with_input(env, input, length, |input| {
-        prepare(&store.executor, tool, context, input)
+    let mut attempt = with_input(env, input, length, |input| {
+        prepare(&store.executor, &tool.tool, context, input)
     })?;
+    if tool.retry.is_some() {
+        attempt.set_retry(tool.retry.clone());
+    }
     step(env, store.executor.clone(), attempt, budget_ms)
 }
 
@@ -413,6 +496,7 @@ fn step<'l>(
         _ => handles::attempt_into_handle(AttemptHandle {
             executor,
             attempt: Mutex::new(attempt),
+            retry_after_ms: AtomicI64::new(-1),
         }),
     };
     answer(env, &step, handle, &key)
@@ -469,8 +553,14 @@ pub(crate) fn report<'l>(
     length: jint,
     error_type: &JString<'_>,
     message: &JString<'_>,
+    types: &JObjectArray<'_, JString<'_>>,
 ) -> Result<JString<'l>> {
     let handle = handles::attempt(attempt)?;
+    handle.retry_after_ms.store(-1, Ordering::Relaxed);
+    let types = match body {
+        BODY_FAILED => strings(env, types)?,
+        _ => None,
+    };
     let result = match body {
         BODY_SUCCEEDED => bytes(env, result, length)?,
         _ => Vec::new(),
@@ -484,7 +574,15 @@ pub(crate) fn report<'l>(
     };
     let report = match body {
         BODY_SUCCEEDED => BodyReport::Succeeded(text(&result)?),
-        BODY_FAILED => BodyReport::Failed(&failure),
+        BODY_FAILED => match &types {
+            // The exception's class, superclasses and interfaces, for the policy's lists.
+            Some(types) => BodyReport::FailedAs {
+                failure: &failure,
+                types,
+                class: None,
+            },
+            None => BodyReport::Failed(&failure),
+        },
         BODY_UNENCODABLE => BodyReport::Unencodable(&failure),
         BODY_NEVER_RAN => BodyReport::NeverRan,
         BODY_CANCELLED => BodyReport::Cancelled,
@@ -500,12 +598,24 @@ pub(crate) fn report<'l>(
     };
     match reported.answer {
         Answer::Error(error) => Err(Failure::Idemkit(error)),
-        // Java attempts carry no retry policy yet, so the core never asks for a retry here.
-        Answer::Body | Answer::Retry(_) => Ok(match reported.recording {
+        Answer::Retry(pause) => {
+            // The attempt is ready to advance again; Java pauses, then asks (`attemptRetryPause`).
+            let ms = i64::try_from(pause.as_millis()).unwrap_or(i64::MAX);
+            handle.retry_after_ms.store(ms, Ordering::Relaxed);
+            Ok(JString::default())
+        }
+        Answer::Body => Ok(match reported.recording {
             Recording::Failed(detail) => JString::from_str(env, detail)?,
             _ => JString::default(),
         }),
     }
+}
+
+/// After `report`: the pause before running the body again, in milliseconds, or -1 (no retry).
+pub(crate) fn attempt_retry_pause(attempt: jlong) -> Result<jlong> {
+    Ok(handles::attempt(attempt)?
+        .retry_after_ms
+        .load(Ordering::Relaxed))
 }
 
 /// The core's default TTL and lease, in seconds, for a tool registered without a policy.

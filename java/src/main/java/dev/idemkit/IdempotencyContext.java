@@ -37,36 +37,63 @@ public final class IdempotencyContext {
     /**
      * The call's key: the 64-hex key ({@code HASH_INPUT}, {@code EXPLICIT}), the fresh UUID ({@code
      * UUID}), or null ({@code NONE}).
+     *
+     * @return the key, or {@code null} for {@code NONE}
      */
     public String key() {
         return key;
     }
 
-    /** For {@code EXPLICIT}: the supplier's raw key; otherwise null. */
+    /**
+     * For {@code EXPLICIT}: the supplier's raw key; otherwise null.
+     *
+     * @return what {@link IdempotencyKeySupplier#idempotencyKeyFor} returned, or {@code null}
+     */
     public String suppliedKey() {
         return suppliedKey;
     }
 
-    /** The tenant the call runs for, or null. */
+    /**
+     * The tenant the call runs for, or null.
+     *
+     * @return the tenant, or {@code null}
+     */
     public String tenant() {
         return tenant;
     }
 
-    /** The run the call belongs to, or null. */
+    /**
+     * The run the call belongs to, or null.
+     *
+     * @return the run, or {@code null}
+     */
     public String run() {
         return run;
     }
 
-    /** The tool's name (the key's scope). */
+    /**
+     * The tool's name (the key's scope).
+     *
+     * @return the tool or action name
+     */
     public String tool() {
         return tool;
     }
 
+    /**
+     * How the call's key was made.
+     *
+     * @return the tool's {@link Idempotent#strategy()}
+     */
     public KeyStrategy strategy() {
         return strategy;
     }
 
-    /** The context of the tool body running on this thread, if any. */
+    /**
+     * The context of the tool body running on this thread, if any.
+     *
+     * @return the innermost running call's context, or empty outside a tool body
+     */
     public static Optional<IdempotencyContext> current() {
         return Optional.ofNullable(CURRENT.get());
     }

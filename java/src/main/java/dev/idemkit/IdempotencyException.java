@@ -7,10 +7,24 @@ package dev.idemkit;
 public class IdempotencyException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The stable kind. */
     private final ErrorKind kind;
+
+    /** The tool or action name, or {@code null}. */
     private final String tool;
+
+    /** The 64-hex key, or {@code null}. */
     private final String key;
 
+    /**
+     * An exception of this kind. idemkit raises its subclasses; this constructor is public so that
+     * code which translates or wraps idemkit's errors can make one.
+     *
+     * @param kind the stable kind
+     * @param message what happened and, where there is one, the fix
+     * @param tool the tool or action name, or {@code null}
+     * @param key the 64-hex key, or {@code null}
+     */
     public IdempotencyException(ErrorKind kind, String message, String tool, String key) {
         super(message);
         this.kind = kind;
@@ -18,6 +32,15 @@ public class IdempotencyException extends RuntimeException {
         this.key = key;
     }
 
+    /**
+     * An exception of this kind with a cause.
+     *
+     * @param kind the stable kind
+     * @param message what happened and, where there is one, the fix
+     * @param tool the tool or action name, or {@code null}
+     * @param key the 64-hex key, or {@code null}
+     * @param cause what led to it, or {@code null}
+     */
     public IdempotencyException(
             ErrorKind kind, String message, String tool, String key, Throwable cause) {
         super(message, cause);
@@ -26,17 +49,29 @@ public class IdempotencyException extends RuntimeException {
         this.key = key;
     }
 
-    /** The stable kind (its code is the Rust core's). */
+    /**
+     * The stable kind (its code is the Rust core's).
+     *
+     * @return the kind
+     */
     public ErrorKind kind() {
         return kind;
     }
 
-    /** The tool or action name, where known. */
+    /**
+     * The tool or action name, where known.
+     *
+     * @return the name, or {@code null}
+     */
     public String tool() {
         return tool;
     }
 
-    /** The 64-hex key the error is about, where known. */
+    /**
+     * The 64-hex key the error is about, where known.
+     *
+     * @return the key, or {@code null}
+     */
     public String key() {
         return key;
     }

@@ -9,5 +9,12 @@ import java.util.Map;
  */
 @FunctionalInterface
 public interface IdempotencyKeySupplier {
+    /**
+     * The key of one call: the same for every call that must have one effect.
+     *
+     * @param input the call's input by member name, as JSON-native values (maps, lists, strings,
+     *     numbers, booleans, nulls)
+     * @return the key text; the core digests it with the tool name, tenant and run
+     */
     String idempotencyKeyFor(Map<String, Object> input);
 }

@@ -39,6 +39,13 @@ public final class IdempotencyKeys {
      * The key of a {@code HASH_INPUT} call whose policy names {@code keyArguments}: only those
      * members of the input object count (a member set to null is present; a missing one is
      * refused). An empty list means the whole input.
+     *
+     * @param scope the tool or action name (required)
+     * @param tenant the tenant, or null for none ({@code ""} is a tenant, distinct from null)
+     * @param run the run, or null for none (a new run is a new key)
+     * @param jsonInput the input as JSON text (required); with key arguments, a JSON object
+     * @param keyArguments the member names that identify the effect (required; empty: all)
+     * @return the 64 lowercase hex characters
      */
     public static String derive(
             String scope, String tenant, String run, String jsonInput, List<String> keyArguments) {
@@ -65,6 +72,12 @@ public final class IdempotencyKeys {
      * The key of an {@code EXPLICIT} call: over the key the call site supplies (what an {@link
      * IdempotencyKeySupplier} returns). A null, empty or blank key is refused with an {@link
      * InvalidKeyException}.
+     *
+     * @param scope the tool or action name (required)
+     * @param tenant the tenant, or null for none ({@code ""} is a tenant, distinct from null)
+     * @param run the run, or null for none (a new run is a new key)
+     * @param explicitKey the key the call site supplies, as text
+     * @return the 64 lowercase hex characters
      */
     public static String deriveExplicit(
             String scope, String tenant, String run, String explicitKey) {

@@ -19,10 +19,27 @@ package dev.idemkit;
 public class IdempotencyTimeoutException extends IdempotencyException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * idemkit raises it; public so that code which wraps or translates idemkit's errors can make
+     * one.
+     *
+     * @param message what happened and, where there is one, the fix
+     * @param tool the tool or action name, or {@code null}
+     * @param key the 64-hex key, or {@code null}
+     */
     public IdempotencyTimeoutException(String message, String tool, String key) {
         super(ErrorKind.TIMEOUT, message, tool, key);
     }
 
+    /**
+     * idemkit raises it; public so that code which wraps or translates idemkit's errors can make
+     * one. With a cause: the transport's timeout.
+     *
+     * @param message what happened and, where there is one, the fix
+     * @param tool the tool or action name, or {@code null}
+     * @param key the 64-hex key, or {@code null}
+     * @param cause what ended the wait, or {@code null}
+     */
     public IdempotencyTimeoutException(String message, String tool, String key, Throwable cause) {
         super(ErrorKind.TIMEOUT, message, tool, key, cause);
     }

@@ -15,21 +15,73 @@ import java.lang.annotation.Target;
 @Retention(RetentionPolicy.RUNTIME)
 @Target({ElementType.METHOD, ElementType.TYPE})
 public @interface Idempotent {
-    /** How the key is derived. */
+    /**
+     * How the key is derived.
+     *
+     * @return the strategy; default {@link KeyStrategy#HASH_INPUT}
+     */
     KeyStrategy strategy() default KeyStrategy.HASH_INPUT;
 
-    /** How long a record is kept after its outcome (or after its lease); must be positive. */
+    /**
+     * How long a record is kept after its outcome (or after its lease); must be positive.
+     *
+     * @return the time to live in seconds; default one hour
+     */
     long ttlSeconds() default 3600;
 
-    /** What a repeat of a remembered call gets. */
+    /**
+     * What a repeat of a remembered call gets.
+     *
+     * @return the behaviour; default {@link RetryBehavior#RETURN_CACHED}
+     */
     RetryBehavior onCacheHit() default RetryBehavior.RETURN_CACHED;
 
-    /** Whether failed calls are remembered too. */
+    /**
+     * Whether failed calls are remembered too.
+     *
+     * @return {@code true} to record failures; default {@code false} (a failure is released, so a
+     *     retry runs again)
+     */
     boolean cacheFailures() default false;
 
-    /** For {@code HASH_INPUT}: the parameter names that identify the effect; empty = all. */
+    /**
+     * For {@code HASH_INPUT}: the parameter names that identify the effect; empty = all.
+     *
+     * @return the names; default empty
+     */
     String[] keyArguments() default {};
 
-    /** How long an in-progress claim holds before its owner is presumed dead; must be positive. */
+    /**
+     * How long an in-progress claim holds before its owner is presumed dead; must be positive.
+     *
+     * @return the lease in seconds; default 300
+     */
     long leaseSeconds() default 300;
+
+    /**
+     * What the body does to the world, which decides what its failure means (SPEC v1.1 rule 7):
+     * {@link Effect#READ_ONLY} claims nothing, {@link Effect#IDEMPOTENT} (the default) releases a
+     * failure, {@link Effect#EFFECTFUL} holds it as an indeterminate outcome.
+     *
+     * @return the effect kind
+     */
+    Effect effect() default Effect.IDEMPOTENT;
+
+    /**
+     * Exception types (and their subtypes) whose failures are known to have had no effect: the
+     * claim is released and a retry runs, whatever the {@link #effect()}. First in the
+     * classification.
+     *
+     * @return exception types
+     */
+    Class<? extends Throwable>[] noEffect() default {};
+
+    /**
+     * Exception types (and their subtypes) whose failures are permanent: recorded as failures and
+     * replayed under {@code RETURN_CACHED}, never retried. Second in the classification, after
+     * {@link #noEffect()}.
+     *
+     * @return exception types
+     */
+    Class<? extends Throwable>[] permanent() default {};
 }

@@ -120,116 +120,145 @@ final class IdempotentInvoker {
             Reference.reachabilityFence(tool);
             Reference.reachabilityFence(nativeContext);
         }
+        store.deliverEvents();
         if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
             return decode(tool, codec, answer);
         }
         long attempt = NativeBridge.attempt(answer);
         boolean reported = false;
         try {
-            while (NativeBridge.step(answer) == NativeBridge.STEP_PENDING) {
-                if (Thread.interrupted()) {
-                    Thread.currentThread().interrupt();
-                    throw new InProgressException(
-                            "`"
-                                    + tool.name
-                                    + "` was interrupted while waiting for another call"
-                                    + " holding the same key; nothing was run",
-                            tool.name,
-                            NativeBridge.key(answer));
-                }
-                answer = NativeBridge.advance(attempt, STEP_BUDGET_MS);
-                if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
-                    reported = true;
-                    return decode(tool, codec, answer);
-                }
-            }
-            String key = NativeBridge.key(answer);
-            IdempotencyContext context =
-                    new IdempotencyContext(
-                            tool.name,
-                            key,
-                            suppliedKey,
-                            nativeContext.tenant,
-                            nativeContext.run,
-                            tool.strategy);
-            Object result;
-            context.enter();
-            try {
-                result = body.run(context);
-            } catch (NotRun refused) {
-                reported = true;
-                report(tool, attempt, NativeBridge.BODY_NEVER_RAN, null, null, null);
-                throw refused.reason;
-            } catch (OutcomeUnknown unknown) {
-                reported = true;
-                try {
-                    report(tool, attempt, NativeBridge.BODY_CANCELLED, null, null, null);
-                } catch (IdempotencyTimeoutException timeout) {
-                    // The core's timeout; the caller gets the face's own account of it (what was
-                    // sent, what is unknown), which the reason is.
-                }
-                throw unknown.reason;
-            } catch (Throwable thrown) {
-                reported = true;
-                try {
-                    report(
-                            tool,
-                            attempt,
-                            NativeBridge.BODY_FAILED,
-                            null,
-                            thrown.getClass().getName(),
-                            String.valueOf(thrown.getMessage()));
-                } catch (IdempotencyTimeoutException timeout) {
-                    timeout.initCause(thrown);
-                    throw timeout;
-                }
-                throw rethrow(thrown);
-            } finally {
-                context.exit();
-            }
-            reported = true;
-            byte[] json;
-            try {
-                json = codec.encode(result);
-            } catch (Exception unencodable) {
-                // SPEC v1.1 rule 6: reported to the core as a failure of the body, which settles
-                // it.
-                String type = ResultTypes.describe(codec.value(result), codec.type());
-                UnencodableResultException failure =
-                        new UnencodableResultException(
+            while (true) {
+                while (NativeBridge.step(answer) == NativeBridge.STEP_PENDING) {
+                    if (Thread.interrupted()) {
+                        Thread.currentThread().interrupt();
+                        throw new InProgressException(
                                 "`"
                                         + tool.name
-                                        + "` returned a "
-                                        + type
-                                        + " that could not be written as JSON, so it was not recorded and the call counts as"
-                                        + " failed: "
-                                        + unencodable.getMessage(),
+                                        + "` was interrupted while waiting for another call"
+                                        + " holding the same key; nothing was run",
+                                tool.name,
+                                NativeBridge.key(answer));
+                    }
+                    answer = NativeBridge.advance(attempt, STEP_BUDGET_MS);
+                    store.deliverEvents();
+                    if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
+                        reported = true;
+                        return decode(tool, codec, answer);
+                    }
+                }
+                String key = NativeBridge.key(answer);
+                IdempotencyContext context =
+                        new IdempotencyContext(
                                 tool.name,
                                 key,
-                                type,
-                                unencodable);
+                                suppliedKey,
+                                nativeContext.tenant,
+                                nativeContext.run,
+                                tool.strategy);
+                Object result;
+                context.enter();
                 try {
-                    report(
-                            tool,
-                            attempt,
-                            NativeBridge.BODY_UNENCODABLE,
-                            null,
-                            failure.getClass().getName(),
-                            failure.getMessage());
-                } catch (IdempotencyTimeoutException timeout) {
-                    timeout.initCause(failure);
-                    throw timeout;
+                    result = body.run(context);
+                } catch (NotRun refused) {
+                    reported = true;
+                    report(tool, attempt, NativeBridge.BODY_NEVER_RAN, null, null, null, null);
+                    throw refused.reason;
+                } catch (OutcomeUnknown unknown) {
+                    reported = true;
+                    try {
+                        report(tool, attempt, NativeBridge.BODY_CANCELLED, null, null, null, null);
+                    } catch (IdempotencyTimeoutException timeout) {
+                        // The core's timeout; the caller gets the face's own account of it (what
+                        // was sent, what is unknown), which the reason is.
+                    }
+                    throw unknown.reason;
+                } catch (Throwable thrown) {
+                    reported = true;
+                    try {
+                        report(
+                                tool,
+                                attempt,
+                                NativeBridge.BODY_FAILED,
+                                null,
+                                thrown.getClass().getName(),
+                                String.valueOf(thrown.getMessage()),
+                                Registrar.typeNamesOf(thrown));
+                    } catch (IdempotencyTimeoutException | IndeterminateOutcomeException answered) {
+                        // The core's answer instead of the body's exception: the timeout, or a
+                        // held failure (EFFECTFUL); the body's exception is its cause.
+                        answered.initCause(thrown);
+                        throw answered;
+                    }
+                    long pause = NativeBridge.attemptRetryPause(attempt);
+                    if (pause < 0) {
+                        throw rethrow(thrown);
+                    }
+                    // The core retries this failure (SPEC v1.1 rule 8): pause, then claim the
+                    // same key again; the attempt holds no claim until then.
+                    reported = false;
+                    try {
+                        Thread.sleep(pause);
+                    } catch (InterruptedException interrupted) {
+                        Thread.currentThread().interrupt();
+                        throw rethrow(thrown);
+                    }
+                    answer = NativeBridge.advance(attempt, STEP_BUDGET_MS);
+                    store.deliverEvents();
+                    if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
+                        reported = true;
+                        return decode(tool, codec, answer);
+                    }
+                    continue;
+                } finally {
+                    context.exit();
                 }
-                throw failure;
+                reported = true;
+                byte[] json;
+                try {
+                    json = codec.encode(result);
+                } catch (Exception unencodable) {
+                    // SPEC v1.1 rule 6: reported to the core as a failure of the body, which
+                    // settles it.
+                    String type = ResultTypes.describe(codec.value(result), codec.type());
+                    UnencodableResultException failure =
+                            new UnencodableResultException(
+                                    "`"
+                                            + tool.name
+                                            + "` returned a "
+                                            + type
+                                            + " that could not be written as JSON, so it was not recorded and the call"
+                                            + " counts as failed: "
+                                            + unencodable.getMessage(),
+                                    tool.name,
+                                    key,
+                                    type,
+                                    unencodable);
+                    try {
+                        report(
+                                tool,
+                                attempt,
+                                NativeBridge.BODY_UNENCODABLE,
+                                null,
+                                failure.getClass().getName(),
+                                failure.getMessage(),
+                                null);
+                    } catch (IdempotencyTimeoutException | IndeterminateOutcomeException answered) {
+                        answered.initCause(failure);
+                        throw answered;
+                    }
+                    throw failure;
+                }
+                report(tool, attempt, NativeBridge.BODY_SUCCEEDED, json, null, null, null);
+                return result;
             }
-            report(tool, attempt, NativeBridge.BODY_SUCCEEDED, json, null, null);
-            return result;
         } finally {
             if (!reported) {
                 // Given up before the body ran (e.g. interrupted while waiting): nothing ran.
-                NativeBridge.report(attempt, NativeBridge.BODY_NEVER_RAN, null, 0, null, null);
+                NativeBridge.report(
+                        attempt, NativeBridge.BODY_NEVER_RAN, null, 0, null, null, null);
             }
             NativeBridge.attemptDestroy(attempt);
+            store.deliverEvents();
         }
     }
 
@@ -243,10 +272,17 @@ final class IdempotentInvoker {
             int body,
             byte[] json,
             String errorType,
-            String message) {
+            String message,
+            String[] types) {
         String detail =
                 NativeBridge.report(
-                        attempt, body, json, json == null ? 0 : json.length, errorType, message);
+                        attempt,
+                        body,
+                        json,
+                        json == null ? 0 : json.length,
+                        errorType,
+                        message,
+                        types);
         if (detail != null) {
             LOG.log(
                     System.Logger.Level.WARNING,

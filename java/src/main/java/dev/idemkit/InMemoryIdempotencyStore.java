@@ -5,6 +5,7 @@ package dev.idemkit;
  * single-process apps. Waiters are woken by notification. Nothing survives a restart.
  */
 public final class InMemoryIdempotencyStore extends NativeIdempotencyStore {
+    /** A new, empty store; its records are this instance's alone, not the process's. */
     public InMemoryIdempotencyStore() {
         super("memory:", null, null, false);
     }

@@ -84,7 +84,7 @@ final class NativeBridge {
 
     /**
      * Event counts in the core's order: acquired, deduplicated, waited, wait_timed_out,
-     * failed_fast, indeterminate, released, store_error, record_failed.
+     * failed_fast, indeterminate, released, store_error, record_failed, retried.
      */
     static native long[] storeEventCounts(long store);
 
@@ -98,7 +98,12 @@ final class NativeBridge {
             String[] keyArguments,
             long leaseSeconds,
             long timeoutMs,
-            String[] parameters);
+            String[] parameters,
+            String effect,
+            String[] noEffect,
+            String[] permanent,
+            long[] retry,
+            String[] retryOn);
 
     static native void toolDestroy(long tool);
 
@@ -154,7 +159,28 @@ final class NativeBridge {
      * #BODY_FAILED} and {@link #BODY_UNENCODABLE}.
      */
     static native String report(
-            long attempt, int body, byte[] result, int length, String errorType, String message);
+            long attempt,
+            int body,
+            byte[] result,
+            int length,
+            String errorType,
+            String message,
+            String[] types);
+
+    /**
+     * After {@link #report}: the pause in ms before advancing the same call again and running its
+     * body once more (the core's retry decision, SPEC v1.1 rule 8), or -1.
+     */
+    static native long attemptRetryPause(long attempt);
+
+    /** From now on the store's events wait in the core for {@link #storeDrainEvents}. */
+    static native void storeListen(long store);
+
+    /**
+     * The events waiting, five strings each (kind, tool, key, tenant, detail), oldest first; null
+     * when none wait.
+     */
+    static native String[] storeDrainEvents(long store);
 
     /**
      * The core's default {@code ttlSeconds} and {@code leaseSeconds}, for a tool without a policy.

@@ -9,6 +9,9 @@ import java.util.Map;
  * A store run by the native core, opened by URL. {@link #close()} is atomic and idempotent and
  * waits for no one: the native store is freed when the last in-flight call has let go of it. A
  * {@link Cleaner} closes a store that was never closed, as a safety net only.
+ *
+ * <p>Thread-safe, as every {@link IdempotencyStore}: any number of threads may use one store, and
+ * {@link #close()} may race with them.
  */
 public abstract class NativeIdempotencyStore implements IdempotencyStore {
     static final Cleaner CLEANER = Cleaner.create();
@@ -21,8 +24,13 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
         "indeterminate",
         "released",
         "store_error",
-        "record_failed"
+        "record_failed",
+        "retried"
     };
+    private static final System.Logger LOG = System.getLogger("dev.idemkit");
+
+    private final java.util.List<IdempotencyListener> listeners =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
 
     final NativeHandle handle;
     private final Cleaner.Cleanable cleanable;
@@ -71,6 +79,64 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
     }
 
     @Override
+    public void addListener(IdempotencyListener listener) {
+        java.util.Objects.requireNonNull(listener, "listener");
+        long h = handle.acquire();
+        try {
+            NativeBridge.storeListen(h);
+            listeners.add(listener);
+        } finally {
+            handle.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
+    public boolean removeListener(IdempotencyListener listener) {
+        return listeners.remove(listener);
+    }
+
+    /**
+     * Hands the events waiting in the core to the listeners, on this thread; a listener that throws
+     * is logged. Called after each native step of a call; a no-op without listeners.
+     */
+    void deliverEvents() {
+        if (listeners.isEmpty()) {
+            return;
+        }
+        String[] fields;
+        long h = handle.acquire();
+        try {
+            fields = NativeBridge.storeDrainEvents(h);
+        } finally {
+            handle.release();
+            Reference.reachabilityFence(this);
+        }
+        if (fields == null) {
+            return;
+        }
+        for (int i = 0; i + 4 < fields.length; i += 5) {
+            IdempotencyEvent event =
+                    new IdempotencyEvent(
+                            IdempotencyEvent.Kind.of(fields[i]),
+                            fields[i + 1],
+                            fields[i + 2],
+                            fields[i + 3],
+                            fields[i + 4]);
+            for (IdempotencyListener listener : listeners) {
+                try {
+                    listener.onEvent(event);
+                } catch (RuntimeException | LinkageError | AssertionError thrown) {
+                    LOG.log(
+                            System.Logger.Level.WARNING,
+                            "idemkit: an event listener threw on " + event + "; the call goes on",
+                            thrown);
+                }
+            }
+        }
+    }
+
+    @Override
     public Map<String, Long> eventCounts() {
         long h = handle.acquire();
         try {
@@ -97,6 +163,7 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
      * makes of it (an executor holding its own reference) stays valid after that. It is not
      * meaningful in another process or to another copy of the native library.
      *
+     * @return the handle, an address only the same native library can use
      * @throws IllegalStateException if the store is closed
      */
     public long nativeHandle() {
@@ -109,7 +176,11 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
         }
     }
 
-    /** Whether {@link #close()} was called. */
+    /**
+     * Whether {@link #close()} was called.
+     *
+     * @return {@code true} once closed
+     */
     public boolean isClosed() {
         return handle.isClosed();
     }

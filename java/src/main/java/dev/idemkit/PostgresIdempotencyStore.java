@@ -14,12 +14,24 @@ public final class PostgresIdempotencyStore extends NativeIdempotencyStore {
     /**
      * Opens {@code postgres://user[:password]@host[:port]/database} with the table {@code
      * idemkit_records}.
+     *
+     * @param url the database URL ({@code postgresql://} also works); its password never appears in
+     *     errors or {@link #describe()}
+     * @throws StoreUnavailableException the server cannot be reached
      */
     public PostgresIdempotencyStore(String url) {
         this(url, null);
     }
 
-    /** Opens the database with this table (validated as an SQL identifier; null: the default). */
+    /**
+     * Opens the database with this table (validated as an SQL identifier; null: the default).
+     *
+     * @param url the database URL, as for {@link #PostgresIdempotencyStore(String)}
+     * @param table the table name, optionally schema-qualified, or {@code null} for {@code
+     *     idemkit_records}
+     * @throws StoreUnavailableException the server cannot be reached
+     * @throws IllegalArgumentException the URL or table name is refused
+     */
     public PostgresIdempotencyStore(String url, String table) {
         super(url, null, table, false);
         this.url = url;
@@ -29,6 +41,8 @@ public final class PostgresIdempotencyStore extends NativeIdempotencyStore {
     /**
      * Creates the table and its index if they do not exist; safe when several processes do it at
      * once.
+     *
+     * @return this store
      */
     public PostgresIdempotencyStore createTableIfMissing() {
         handle.acquire();

@@ -10,12 +10,24 @@ public final class RedisIdempotencyStore extends NativeIdempotencyStore {
     /**
      * Opens {@code redis://[:password@]host[:port][/db]} (or {@code rediss://}) with the default
      * prefix.
+     *
+     * @param url the server URL; {@code redis+cluster://host:port,host:port/} for a cluster. Its
+     *     password never appears in errors or {@link #describe()}
+     * @throws StoreUnavailableException the server cannot be reached
+     * @throws IllegalArgumentException the URL is refused, or the server may evict keys
      */
     public RedisIdempotencyStore(String url) {
         this(url, null);
     }
 
-    /** Opens the server with this key prefix (null: {@code idemkit:}). */
+    /**
+     * Opens the server with this key prefix (null: {@code idemkit:}).
+     *
+     * @param url the server URL, as for {@link #RedisIdempotencyStore(String)}
+     * @param keyPrefix what every key starts with, or {@code null} for {@code idemkit:}
+     * @throws StoreUnavailableException the server cannot be reached
+     * @throws IllegalArgumentException the URL is refused, or the server may evict keys
+     */
     public RedisIdempotencyStore(String url, String keyPrefix) {
         super(url, keyPrefix, null, false);
     }

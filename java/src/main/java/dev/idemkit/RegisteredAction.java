@@ -179,7 +179,7 @@ final class RegisteredAction {
 
         IdempotentInvoker.NativeTool nativeTool =
                 Registrar.nativeTool(
-                        name, policy, ws.timeoutMs(), params.keySet().toArray(new String[0]));
+                        name, policy, ws.timeoutMs(), params.keySet().toArray(new String[0]), null);
         return new RegisteredAction(
                 name,
                 ws.description(),

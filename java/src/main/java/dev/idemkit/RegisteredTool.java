@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.ObjectWriter;
 import com.fasterxml.jackson.databind.introspect.BeanPropertyDefinition;
+import java.lang.reflect.InaccessibleObjectException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Parameter;
@@ -122,7 +123,8 @@ final class RegisteredTool {
                 method,
                 method.getAnnotation(Tool.class),
                 method.getAnnotation(Idempotent.class),
-                mapper);
+                mapper,
+                null);
     }
 
     /**
@@ -130,7 +132,12 @@ final class RegisteredTool {
      * by name).
      */
     static RegisteredTool of(
-            Object target, Method method, Tool tool, Idempotent methodPolicy, ObjectMapper mapper) {
+            Object target,
+            Method method,
+            Tool tool,
+            Idempotent methodPolicy,
+            ObjectMapper mapper,
+            RetryPolicy retry) {
         String name = tool.name().isEmpty() ? method.getName() : tool.name();
         Idempotent policy = Registrar.policy(target, method, methodPolicy);
         KeyStrategy strategy = Registrar.strategy(policy);
@@ -142,6 +149,7 @@ final class RegisteredTool {
                         + "."
                         + method.getName()
                         + ")";
+        makeAccessible(method, where);
 
         if (tool.idempotencyHint() == IdempotencyHint.REQUIRED
                 && (policy == null
@@ -211,8 +219,7 @@ final class RegisteredTool {
         ResultTypes.requireRoundTrip(mapper, returnType, where);
 
         IdempotentInvoker.NativeTool nativeTool =
-                Registrar.nativeTool(name, policy, tool.timeoutMs(), checkable);
-        method.setAccessible(true);
+                Registrar.nativeTool(name, policy, tool.timeoutMs(), checkable, retry);
         return new RegisteredTool(
                 name,
                 tool.description(),
@@ -225,6 +232,31 @@ final class RegisteredTool {
                 returnType,
                 params,
                 mapper);
+    }
+
+    /**
+     * Lets the dispatcher call the method. In a modular application the tool's package must be
+     * exported, or opened to {@code dev.idemkit}; refuses, naming the module and the fix, when it
+     * is not.
+     */
+    static void makeAccessible(Method method, String where) {
+        try {
+            method.setAccessible(true);
+        } catch (InaccessibleObjectException closed) {
+            Class<?> owner = method.getDeclaringClass();
+            String pkg = owner.getPackageName();
+            throw new IllegalStateException(
+                    where
+                            + " cannot be called by idemkit: module "
+                            + owner.getModule().getName()
+                            + " does not open package "
+                            + pkg
+                            + " to module dev.idemkit; add `opens "
+                            + pkg
+                            + " to dev.idemkit;` to its module-info.java (or export the package and"
+                            + " make the class and method public)",
+                    closed);
+        }
     }
 
     private static boolean isBean(JavaType type) {

@@ -41,6 +41,7 @@ final class Registrar {
         private final NativeIdempotencyStore store;
         private final Runnable also;
         private final List<long[]> tools = new ArrayList<>();
+        private final List<Runnable> onClose = new ArrayList<>();
         private boolean freed;
 
         Owned(NativeIdempotencyStore store, Runnable also) {
@@ -70,6 +71,10 @@ final class Registrar {
                 destroy(handles);
             }
             tools.clear();
+            for (Runnable r : onClose) {
+                r.run();
+            }
+            onClose.clear();
             if (store != null) {
                 store.close();
             }
@@ -153,6 +158,13 @@ final class Registrar {
         cleanable.clean();
     }
 
+    /** Runs {@code r} when this registrar is closed (or becomes unreachable). */
+    void onClose(Runnable r) {
+        synchronized (owned) {
+            owned.onClose.add(r);
+        }
+    }
+
     static void destroy(long[] handles) {
         for (long h : handles) {
             NativeBridge.toolDestroy(h);
@@ -219,9 +231,14 @@ final class Registrar {
      * lease); the core validates it.
      *
      * @param parameters what keyArguments may name, or null to skip that check
+     * @param retry how failures are retried, or null for no retries
      */
     static IdempotentInvoker.NativeTool nativeTool(
-            String name, Idempotent policy, long timeoutMs, String[] parameters) {
+            String name,
+            Idempotent policy,
+            long timeoutMs,
+            String[] parameters,
+            RetryPolicy retry) {
         Idempotent p = policy == null ? DEFAULT_POLICY : policy;
         long ttl = policy == null ? NativeBridge.DEFAULT_TTL_SECONDS : policy.ttlSeconds();
         long lease = policy == null ? NativeBridge.DEFAULT_LEASE_SECONDS : policy.leaseSeconds();
@@ -235,8 +252,42 @@ final class Registrar {
                         p.keyArguments(),
                         lease,
                         timeoutMs,
-                        parameters);
+                        parameters,
+                        p.effect().name(),
+                        typeNames(p.noEffect()),
+                        typeNames(p.permanent()),
+                        retry == null ? null : retry.nativeNumbers(),
+                        retry == null ? null : retry.nativeRetryOn());
         return new IdempotentInvoker.NativeTool(name, p.strategy(), handle);
+    }
+
+    private static String[] typeNames(Class<?>[] types) {
+        String[] names = new String[types.length];
+        for (int i = 0; i < types.length; i++) {
+            names[i] = types[i].getName();
+        }
+        return names;
+    }
+
+    /**
+     * Every type name an exception answers to, most specific first: its class, superclasses and
+     * interfaces (fully qualified), for the core's classification by the policy's lists.
+     */
+    static String[] typeNamesOf(Throwable thrown) {
+        java.util.LinkedHashSet<String> names = new java.util.LinkedHashSet<>();
+        Deque<Class<?>> pending = new ArrayDeque<>();
+        pending.add(thrown.getClass());
+        while (!pending.isEmpty()) {
+            Class<?> c = pending.removeFirst();
+            if (c == Object.class || !names.add(c.getName())) {
+                continue;
+            }
+            if (c.getSuperclass() != null) {
+                pending.add(c.getSuperclass());
+            }
+            pending.addAll(java.util.Arrays.asList(c.getInterfaces()));
+        }
+        return names.toArray(new String[0]);
     }
 
     /**

@@ -16,21 +16,33 @@ import java.lang.annotation.Target;
 @Retention(RetentionPolicy.RUNTIME)
 @Target(ElementType.METHOD)
 public @interface Tool {
-    /** The tool's name, which is also the scope of its keys; defaults to the method name. */
+    /**
+     * The tool's name, which is also the scope of its keys; defaults to the method name.
+     *
+     * @return the name, or {@code ""} for the method name
+     */
     String name() default "";
 
-    /** What the tool does (for a model's tool list). */
+    /**
+     * What the tool does (for a model's tool list).
+     *
+     * @return the description, or {@code ""}
+     */
     String description() default "";
 
     /**
      * {@link IdempotencyHint#REQUIRED} refuses registration without a storing {@link Idempotent}
      * policy.
+     *
+     * @return the hint; default {@link IdempotencyHint#DEFAULT}
      */
     IdempotencyHint idempotencyHint() default IdempotencyHint.DEFAULT;
 
     /**
      * A deadline in milliseconds for the store lookup, any waiting and the body together; 0 = none.
      * Must be shorter than {@code leaseSeconds * 1000}.
+     *
+     * @return the deadline in milliseconds, or 0 for none
      */
     long timeoutMs() default 0;
 }

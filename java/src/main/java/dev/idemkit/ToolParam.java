@@ -14,7 +14,17 @@ import java.lang.annotation.Target;
 @Retention(RetentionPolicy.RUNTIME)
 @Target(ElementType.PARAMETER)
 public @interface ToolParam {
+    /**
+     * The input member the parameter is read from.
+     *
+     * @return the name, or {@code ""} for the parameter's own name
+     */
     String name() default "";
 
+    /**
+     * What the parameter means (for a model's tool list).
+     *
+     * @return the description, or {@code ""}
+     */
     String description() default "";
 }

@@ -10,8 +10,19 @@ package dev.idemkit;
 public class UnencodableResultException extends IdempotencyException {
     private static final long serialVersionUID = 1L;
 
+    /** The class of the value that could not be written. */
     private final String resultType;
 
+    /**
+     * idemkit raises it; public so that code which wraps or translates idemkit's errors can make
+     * one.
+     *
+     * @param message what happened and, where there is one, the fix
+     * @param tool the tool or action name, or {@code null}
+     * @param key the 64-hex key, or {@code null}
+     * @param resultType the class of the value (and its declared type, when they differ)
+     * @param cause the encoder's error
+     */
     public UnencodableResultException(
             String message, String tool, String key, String resultType, Throwable cause) {
         super(ErrorKind.INTERNAL, message, tool, key, cause);
@@ -20,6 +31,8 @@ public class UnencodableResultException extends IdempotencyException {
 
     /**
      * The class of the value that could not be written (and its declared type, when they differ).
+     *
+     * @return the type, as text
      */
     public String resultType() {
         return resultType;

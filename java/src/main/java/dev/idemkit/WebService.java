@@ -31,13 +31,23 @@ public @interface WebService {
      * The URL: absolute ({@code https://api.example.com/v1/charges}), or a path ({@code
      * /v1/charges}) resolved against the executor's {@code baseUri}. {@code {name}} placeholders
      * are filled from the parameters of those names, percent-encoded as one path segment each.
+     *
+     * @return the endpoint URL or path
      */
     String endpoint();
 
-    /** The HTTP method. */
+    /**
+     * The HTTP method.
+     *
+     * @return the method; default {@code POST}
+     */
     HttpMethod method() default HttpMethod.POST;
 
-    /** Where the parameters go (placeholders always fill the path). */
+    /**
+     * Where the parameters go (placeholders always fill the path).
+     *
+     * @return where the parameters go; default the JSON body
+     */
     ParamType paramType() default ParamType.BODY;
 
     /**
@@ -45,12 +55,22 @@ public @interface WebService {
      * transport retries included); 0 = none. Must be shorter than {@code leaseSeconds * 1000}. An
      * exchange cut at the deadline throws {@link IdempotencyTimeoutException} and leaves its claim
      * in progress (its outcome is unknown).
+     *
+     * @return the deadline in milliseconds, or 0 for none
      */
     long timeoutMs() default 0;
 
-    /** The action's name, which is also the scope of its keys; defaults to the method name. */
+    /**
+     * The action's name, which is also the scope of its keys; defaults to the method name.
+     *
+     * @return the name, or {@code ""} for the method name
+     */
     String name() default "";
 
-    /** What the action does (for a model's tool list). */
+    /**
+     * What the action does (for a model's tool list).
+     *
+     * @return the description, or {@code ""}
+     */
     String description() default "";
 }

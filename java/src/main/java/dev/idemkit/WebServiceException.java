@@ -15,14 +15,41 @@ public class WebServiceException extends RuntimeException {
     /** How much of the body a message quotes (the full body is {@link #body()}). */
     static final int QUOTED_BODY = 500;
 
+    /** The action's name. */
     private final String action;
+
+    /** The request's method. */
     private final HttpMethod method;
+
+    /** The request URI of the last attempt. */
     private final String uri;
+
+    /** The last response's status, or 0 when no response came. */
     private final int status;
+
+    /** The last response's body, or {@code ""}. */
     private final String body;
+
+    /** The call's key, or {@code null} for {@code NONE}. */
     private final String key;
+
+    /** How many requests were sent. */
     private final int attempts;
 
+    /**
+     * A failed action. The executor raises it; the constructor is public so that tests and code
+     * that wraps an executor can make one.
+     *
+     * @param message what failed, quoting at most 500 characters of the body
+     * @param action the action's name
+     * @param method the request's method
+     * @param uri the request URI of the last attempt
+     * @param status the last response's status, or 0 when no response came
+     * @param body the last response's body, or {@code ""}
+     * @param key the call's key, or {@code null} for {@code NONE}
+     * @param attempts how many requests were sent
+     * @param cause the transport error when no response came, else {@code null}
+     */
     public WebServiceException(
             String message,
             String action,
@@ -43,22 +70,37 @@ public class WebServiceException extends RuntimeException {
         this.attempts = attempts;
     }
 
-    /** The action's name. */
+    /**
+     * The action's name.
+     *
+     * @return the {@link WebService#name()} of the failed action
+     */
     public String action() {
         return action;
     }
 
+    /**
+     * The request's method.
+     *
+     * @return the action's method
+     */
     public HttpMethod method() {
         return method;
     }
 
-    /** The request URI of the last attempt. */
+    /**
+     * The request URI of the last attempt.
+     *
+     * @return the URI, with its path and query filled in
+     */
     public String uri() {
         return uri;
     }
 
     /**
      * The HTTP status of the last response, or 0 when no response came (see {@link #getCause()}).
+     *
+     * @return the status, or 0
      */
     public int status() {
         return status;
@@ -66,22 +108,36 @@ public class WebServiceException extends RuntimeException {
 
     /**
      * Whether no response came: a transport error or the deadline; {@link #getCause()} says which.
+     *
+     * @return {@code true} when {@link #status()} is 0
      */
     public boolean noResponse() {
         return status == 0;
     }
 
-    /** The last response's body as text ("" when no response came). */
+    /**
+     * The last response's body as text ("" when no response came).
+     *
+     * @return the whole body
+     */
     public String body() {
         return body;
     }
 
-    /** The call's key (the 64-hex key, or the UUID), or null for {@code NONE}. */
+    /**
+     * The call's key (the 64-hex key, or the UUID), or null for {@code NONE}.
+     *
+     * @return the key the requests carried, or {@code null}
+     */
     public String key() {
         return key;
     }
 
-    /** How many requests were sent for this call (1 + transport retries). */
+    /**
+     * How many requests were sent for this call (1 + transport retries).
+     *
+     * @return at least 1
+     */
     public int attempts() {
         return attempts;
     }

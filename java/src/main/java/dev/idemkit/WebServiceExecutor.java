@@ -41,8 +41,16 @@ import java.util.concurrent.ConcurrentHashMap;
  * WebServiceException}. An exchange cut at the action's {@code timeoutMs} has an unknown outcome:
  * {@link IdempotencyTimeoutException}, and the claim stays in progress (SPEC §3). 5xx responses and
  * transport errors are retried within the call (same key) per {@link Builder#retry}; 4xx are not.
- * Thread-safe; views with another tenant or run come from {@link #withTenant} and {@link #withRun}.
- * {@link #close()} frees the native tools (and a store and HTTP client the builder created).
+ * Views with another tenant or run come from {@link #withTenant} and {@link #withRun}. {@link
+ * #close()} frees the native tools (and a store and HTTP client the builder created).
+ *
+ * <p><b>Thread safety.</b> An executor and its views are safe to share: any number of threads may
+ * invoke actions at once, and {@link #register} may run alongside them (registrations are
+ * serialized; an action is callable once its registration returns). Concurrent calls with the same
+ * key are settled by the store's atomic claim: one sends the request, the others wait for its
+ * outcome or get a typed exception. {@link #close()} may race with calls: the calls in flight
+ * finish first. The {@link Builder} is not thread-safe: build on one thread, then share the
+ * executor.
  */
 public final class WebServiceExecutor implements AutoCloseable {
     /** The header every key-carrying request gets. */
@@ -94,7 +102,11 @@ public final class WebServiceExecutor implements AutoCloseable {
         this(builder().registry(), null, null);
     }
 
-    /** An executor on {@code store}, with a default {@link HttpClient}; absolute endpoints only. */
+    /**
+     * An executor on {@code store}, with a default {@link HttpClient}; absolute endpoints only.
+     *
+     * @param store where records live; it stays the caller's to close, after the executor
+     */
     public WebServiceExecutor(IdempotencyStore store) {
         this(builder().store(Objects.requireNonNull(store, "store")).registry(), null, null);
     }
@@ -106,6 +118,12 @@ public final class WebServiceExecutor implements AutoCloseable {
         this.context = new NativeContext(tenant, run);
     }
 
+    /**
+     * Starts an executor: add roles and, optionally, a store, base URI, headers, retries, tenant,
+     * run and mapper.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -116,6 +134,9 @@ public final class WebServiceExecutor implements AutoCloseable {
      * keeps the original's annotations). All or nothing: when one action is refused, none of the
      * call's are registered.
      *
+     * @param roles instances whose class (or its superclasses and interfaces) has {@link
+     *     WebService} methods; each method's parameters fill its request
+     * @return this executor
      * @throws IllegalStateException {@code EXPLICIT} on a role that is not an {@link
      *     IdempotencyKeySupplier}, a parameter whose name is unknown, a closed executor
      * @throws IllegalArgumentException a policy the core refuses (TTL or lease ≤ 0, unknown
@@ -159,29 +180,59 @@ public final class WebServiceExecutor implements AutoCloseable {
     /**
      * The same actions, store and HTTP settings for another tenant ({@code null}: none; {@code ""}
      * is a tenant).
+     *
+     * @param tenant the tenant that scopes every key of the view's calls
+     * @return a view sharing this executor's actions, store, HTTP settings and run; closing either
+     *     closes both
      */
     public WebServiceExecutor withTenant(String tenant) {
         return new WebServiceExecutor(registry, Registrar.checkText("tenant", tenant), run);
     }
 
-    /** The same actions, store and HTTP settings in another run: a new run is a new key. */
+    /**
+     * The same actions, store and HTTP settings in another run: a new run is a new key.
+     *
+     * @param run the run that scopes every key of the view's calls ({@code null}: no run)
+     * @return a view sharing this executor's actions, store, HTTP settings and tenant; closing
+     *     either closes both
+     */
     public WebServiceExecutor withRun(String run) {
         return new WebServiceExecutor(registry, tenant, Registrar.checkText("run", run));
     }
 
+    /**
+     * The tenant this executor's keys are scoped to.
+     *
+     * @return the tenant, or {@code null} for none
+     */
     public String tenant() {
         return tenant;
     }
 
+    /**
+     * The run this executor's keys are scoped to.
+     *
+     * @return the run, or {@code null} for none
+     */
     public String run() {
         return run;
     }
 
+    /**
+     * The store the records live in (the one given to {@link Builder#store}, or the in-memory store
+     * the builder created).
+     *
+     * @return the store, shared by every view of this executor
+     */
     public IdempotencyStore store() {
         return registry.registrar.store;
     }
 
-    /** The registered action names. */
+    /**
+     * The registered action names.
+     *
+     * @return a read-only view of the names, which shows later registrations too
+     */
     public Set<String> actionNames() {
         return Collections.unmodifiableSet(registry.actions.keySet());
     }
@@ -190,6 +241,10 @@ public final class WebServiceExecutor implements AutoCloseable {
      * Calls an action with its input as a map of JSON-native values (SPEC §7); answers the response
      * body read as the method's declared return type, or the remembered result.
      *
+     * @param action the action's name ({@link WebService#name()})
+     * @param input the arguments by parameter name; {@code null} is an empty input
+     * @return the response body as the method's return type, or the remembered result of an earlier
+     *     call with the same key
      * @throws WebServiceException a non-2xx response, or no response (after the allowed retries)
      * @throws IdempotencyTimeoutException the exchange was cut at {@code timeoutMs}: the outcome is
      *     unknown and the claim stays in progress until its lease ends or an operator resolves it
@@ -203,23 +258,48 @@ public final class WebServiceExecutor implements AutoCloseable {
     /**
      * {@link #invoke(String, Map)} with the input as JSON text (what a model sends), hashed exactly
      * as given.
+     *
+     * @param action the action's name ({@link WebService#name()})
+     * @param jsonInput a JSON object of the arguments by parameter name
+     * @return the response body as the method's return type, or the remembered result of an earlier
+     *     call with the same key
      */
     public Object invoke(String action, String jsonInput) {
         return invokeForResponse(action, jsonInput).value();
     }
 
-    /** {@link #invoke(String, Map)}, the value as {@code type}. */
+    /**
+     * {@link #invoke(String, Map)}, the value as {@code type}.
+     *
+     * @param <T> the value type
+     * @param action the action's name
+     * @param input the arguments by parameter name
+     * @param type the class to read the value as (converted by the executor's mapper)
+     * @return the value as {@code type}
+     */
     public <T> T invoke(String action, Map<String, Object> input, Class<T> type) {
         return as(invoke(action, input), type);
     }
 
-    /** {@link #invoke(String, String)}, the value as {@code type}. */
+    /**
+     * {@link #invoke(String, String)}, the value as {@code type}.
+     *
+     * @param <T> the value type
+     * @param action the action's name
+     * @param jsonInput a JSON object of the arguments by parameter name
+     * @param type the class to read the value as (converted by the executor's mapper)
+     * @return the value as {@code type}
+     */
     public <T> T invoke(String action, String jsonInput, Class<T> type) {
         return as(invoke(action, jsonInput), type);
     }
 
     /**
      * {@link #invoke(String, Map)}, with whether the answer was replayed, its status and its key.
+     *
+     * @param action the action's name
+     * @param input the arguments by parameter name; {@code null} is an empty input
+     * @return the value with its HTTP status, key and whether it was replayed from the store
      */
     public WebServiceResponse<Object> invokeForResponse(String action, Map<String, Object> input) {
         RegisteredAction a = lookup(action);
@@ -243,6 +323,10 @@ public final class WebServiceExecutor implements AutoCloseable {
     /**
      * {@link #invoke(String, String)}, with whether the answer was replayed, its status and its
      * key.
+     *
+     * @param action the action's name
+     * @param jsonInput a JSON object of the arguments by parameter name
+     * @return the value with its HTTP status, key and whether it was replayed from the store
      */
     public WebServiceResponse<Object> invokeForResponse(String action, String jsonInput) {
         RegisteredAction a = lookup(action);
@@ -257,14 +341,30 @@ public final class WebServiceExecutor implements AutoCloseable {
                 a.strategy == KeyStrategy.HASH_INPUT ? JsonInput.ofText(jsonInput) : null);
     }
 
-    /** {@link #invokeForResponse(String, Map)}, the value as {@code type}. */
+    /**
+     * {@link #invokeForResponse(String, Map)}, the value as {@code type}.
+     *
+     * @param <T> the value type
+     * @param action the action's name
+     * @param input the arguments by parameter name
+     * @param type the class to read the value as (converted by the executor's mapper)
+     * @return the response, its value as {@code type}
+     */
     public <T> WebServiceResponse<T> invokeForResponse(
             String action, Map<String, Object> input, Class<T> type) {
         WebServiceResponse<Object> r = invokeForResponse(action, input);
         return r.withValue(as(r.value(), type));
     }
 
-    /** {@link #invokeForResponse(String, String)}, the value as {@code type}. */
+    /**
+     * {@link #invokeForResponse(String, String)}, the value as {@code type}.
+     *
+     * @param <T> the value type
+     * @param action the action's name
+     * @param jsonInput a JSON object of the arguments by parameter name
+     * @param type the class to read the value as (converted by the executor's mapper)
+     * @return the response, its value as {@code type}
+     */
     public <T> WebServiceResponse<T> invokeForResponse(
             String action, String jsonInput, Class<T> type) {
         WebServiceResponse<Object> r = invokeForResponse(action, jsonInput);
@@ -317,7 +417,11 @@ public final class WebServiceExecutor implements AutoCloseable {
         registry.registrar.close();
     }
 
-    /** Whether {@link #close()} was called (on this executor or any view of it). */
+    /**
+     * Whether {@link #close()} was called (on this executor or any view of it).
+     *
+     * @return {@code true} once closed
+     */
     public boolean isClosed() {
         return registry.registrar.isClosed();
     }
@@ -352,7 +456,13 @@ public final class WebServiceExecutor implements AutoCloseable {
 
         private Builder() {}
 
-        /** Objects whose {@link WebService} methods are registered. */
+        /**
+         * Objects whose {@link WebService} methods are registered by {@link #build()}.
+         *
+         * @param objects instances whose class (or its superclasses and interfaces) has {@link
+         *     WebService} methods
+         * @return this builder
+         */
         public Builder roles(Object... objects) {
             for (Object o : objects) {
                 roles.add(Objects.requireNonNull(o, "role"));
@@ -364,6 +474,9 @@ public final class WebServiceExecutor implements AutoCloseable {
          * Where records live; default a new {@link InMemoryIdempotencyStore} owned by the executor.
          * Share it with a {@link ToolDispatcher} to share records; it stays open when the executor
          * is closed.
+         *
+         * @param store the store; it stays the caller's to close, after the executor
+         * @return this builder
          */
         public Builder store(IdempotencyStore store) {
             this.store = store;
@@ -374,6 +487,9 @@ public final class WebServiceExecutor implements AutoCloseable {
          * The client that sends requests (timeouts per request come from {@link
          * WebService#timeoutMs()}); default {@link HttpClient#newHttpClient()}, owned by the
          * executor. A client given here is never closed by it.
+         *
+         * @param client the client, shared as it is
+         * @return this builder
          */
         public Builder httpClient(HttpClient client) {
             this.client = client;
@@ -383,13 +499,21 @@ public final class WebServiceExecutor implements AutoCloseable {
         /**
          * What relative endpoints ({@code /v1/charges}) are resolved against: {@code
          * https://api.example.com}.
+         *
+         * @param baseUri an absolute http(s) URL without a query
+         * @return this builder
          */
         public Builder baseUri(String baseUri) {
             this.baseUri = baseUri;
             return this;
         }
 
-        /** {@link #baseUri(String)} from a URI. */
+        /**
+         * {@link #baseUri(String)} from a URI.
+         *
+         * @param baseUri an absolute http(s) URL without a query
+         * @return this builder
+         */
         public Builder baseUri(URI baseUri) {
             return baseUri(baseUri.toString());
         }
@@ -397,6 +521,11 @@ public final class WebServiceExecutor implements AutoCloseable {
         /**
          * A header every request carries (e.g. {@code Authorization}); may be given more than once.
          * A {@code Content-Type} given here replaces the {@code application/json} of BODY requests.
+         *
+         * @param name the header name; not {@code Idempotency-Key} nor one {@link HttpRequest}
+         *     restricts ({@code Host}, {@code Content-Length}, ...)
+         * @param value the header value
+         * @return this builder
          */
         public Builder header(String name, String value) {
             Objects.requireNonNull(name, "name");
@@ -419,6 +548,10 @@ public final class WebServiceExecutor implements AutoCloseable {
          * time (at most 30 s), never past the call's deadline. 4xx responses are never retried, nor
          * is a {@code POST}/{@code PATCH} that carries no key ({@code NONE}). Default: 1 (no
          * retries).
+         *
+         * @param maxAttempts how many requests one call may send, at least 1
+         * @param backoff the first pause between attempts, zero or positive
+         * @return this builder
          */
         public Builder retry(int maxAttempts, Duration backoff) {
             if (maxAttempts < 1) {
@@ -438,17 +571,33 @@ public final class WebServiceExecutor implements AutoCloseable {
 
         /**
          * How the {@code Idempotency-Key} header holds the key; default {@link KeyHeaderForm#BARE}.
+         *
+         * @param form the header's form
+         * @return this builder
          */
         public Builder keyHeaderForm(KeyHeaderForm form) {
             this.keyHeaderForm = Objects.requireNonNull(form, "form");
             return this;
         }
 
+        /**
+         * The tenant every key is scoped to: two tenants never share a record (default none).
+         *
+         * @param tenant the tenant; {@code ""} is a tenant, {@code null} is none
+         * @return this builder
+         */
         public Builder tenant(String tenant) {
             this.tenant = Registrar.checkText("tenant", tenant);
             return this;
         }
 
+        /**
+         * The run every key is scoped to, e.g. one agent session: a new run is a new key (default
+         * none).
+         *
+         * @param run the run, or {@code null} for none
+         * @return this builder
+         */
         public Builder run(String run) {
             this.run = Registrar.checkText("run", run);
             return this;
@@ -457,6 +606,9 @@ public final class WebServiceExecutor implements AutoCloseable {
         /**
          * The mapper that reads response bodies and remembered results, used as it is (default: one
          * with the java.time and JDK 8 modules, dates as ISO-8601 text, unknown members ignored).
+         *
+         * @param mapper the mapper; not copied, so do not reconfigure it afterwards
+         * @return this builder
          */
         public Builder objectMapper(ObjectMapper mapper) {
             this.mapper = mapper;
@@ -500,6 +652,8 @@ public final class WebServiceExecutor implements AutoCloseable {
         /**
          * Builds the executor and registers every role's actions (refusals as for {@link
          * WebServiceExecutor#register}).
+         *
+         * @return the executor, open until {@link WebServiceExecutor#close()}
          */
         public WebServiceExecutor build() {
             WebServiceExecutor executor = new WebServiceExecutor(registry(), tenant, run);

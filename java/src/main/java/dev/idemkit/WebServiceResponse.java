@@ -58,22 +58,38 @@ public final class WebServiceResponse<T> {
                 converted, status, headers, replayed, key, attempts, context);
     }
 
-    /** The body read as the action's declared return type (null for {@code void}). */
+    /**
+     * The body read as the action's declared return type (null for {@code void}).
+     *
+     * @return the value, or {@code null}
+     */
     public T value() {
         return value;
     }
 
-    /** Whether the value was answered from the store without a request. */
+    /**
+     * Whether the value was answered from the store without a request.
+     *
+     * @return {@code true} for a remembered result, {@code false} for a fresh response
+     */
     public boolean replayed() {
         return replayed;
     }
 
-    /** The HTTP status of the response; empty for a replayed answer. */
+    /**
+     * The HTTP status of the response; empty for a replayed answer.
+     *
+     * @return the status of the last response
+     */
     public OptionalInt status() {
         return replayed ? OptionalInt.empty() : OptionalInt.of(status);
     }
 
-    /** The response's headers; empty for a replayed answer. */
+    /**
+     * The response's headers; empty for a replayed answer.
+     *
+     * @return the headers of the last response
+     */
     public HttpHeaders headers() {
         return headers;
     }
@@ -81,12 +97,18 @@ public final class WebServiceResponse<T> {
     /**
      * The call's key: the 64-hex key ({@code HASH_INPUT}, {@code EXPLICIT}; for a replayed answer
      * too), the fresh UUID ({@code UUID}), or null ({@code NONE}).
+     *
+     * @return the key, or {@code null}
      */
     public String key() {
         return key;
     }
 
-    /** How many requests this call sent (1 + transport retries); 0 for a replayed answer. */
+    /**
+     * How many requests this call sent (1 + transport retries); 0 for a replayed answer.
+     *
+     * @return the number of requests
+     */
     public int attempts() {
         return attempts;
     }
@@ -94,6 +116,8 @@ public final class WebServiceResponse<T> {
     /**
      * The call's context (key, {@link IdempotencyContext#suppliedKey() supplied key}, tenant, run)
      * for an answer that came from a request; empty for a replayed one.
+     *
+     * @return the context of the call that sent the request
      */
     public Optional<IdempotencyContext> context() {
         return Optional.ofNullable(context);

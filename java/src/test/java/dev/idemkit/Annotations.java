@@ -85,6 +85,26 @@ final class Annotations {
             public long leaseSeconds() {
                 return lease;
             }
+
+            @Override
+            public Effect effect() {
+                return Effect.IDEMPOTENT;
+            }
+
+            @Override
+            public Class<? extends Throwable>[] noEffect() {
+                return none();
+            }
+
+            @Override
+            public Class<? extends Throwable>[] permanent() {
+                return none();
+            }
+
+            @SuppressWarnings("unchecked")
+            private Class<? extends Throwable>[] none() {
+                return (Class<? extends Throwable>[]) new Class<?>[0];
+            }
         };
     }
 }

@@ -1,6 +1,8 @@
 package dev.idemkit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -72,12 +74,35 @@ class CrossLanguageTest {
         binary = nativeDir.resolve("target/release/cross_call");
     }
 
+    /** An EFFECTFUL tool whose body always fails after it may have acted. */
+    public static class CrossCharge {
+        final AtomicInteger runs = new AtomicInteger();
+
+        @Tool(name = "cross_charge")
+        @Idempotent(effect = Effect.EFFECTFUL)
+        public String crossCharge(String flight) {
+            runs.incrementAndGet();
+            throw new IllegalStateException("no answer from the payment provider");
+        }
+    }
+
     /** Runs the Rust side once; answers {"ran":0|1,"result":...}. */
     static JsonNode rust(String url, String tenant, String inputJson) throws Exception {
+        return rust(url, "cross_book", tenant, inputJson);
+    }
+
+    /**
+     * Runs the Rust side once with {@code options} ({@code --effectful}, {@code --fail}); answers
+     * {"ran":0|1,"result":...} or {"ran":0|1,"error":"<kind>"}.
+     */
+    static JsonNode rust(
+            String url, String tool, String tenant, String inputJson, String... options)
+            throws Exception {
+        List<String> command =
+                new java.util.ArrayList<>(List.of(binary.toString(), url, tool, tenant, inputJson));
+        command.addAll(List.of(options));
         Process p =
-                new ProcessBuilder(List.of(binary.toString(), url, "cross_book", tenant, inputJson))
-                        .redirectError(ProcessBuilder.Redirect.INHERIT)
-                        .start();
+                new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
         assertTrue(p.waitFor(60, TimeUnit.SECONDS));
         assertEquals(0, p.exitValue(), "cross_call failed: " + out);
@@ -110,6 +135,66 @@ class CrossLanguageTest {
             assertEquals(1, tools.runs.get());
             store.forget(tenant);
         }
+    }
+
+    /**
+     * SPEC v1.1 rule 7 across languages: a failure held by one side is indeterminate to the other,
+     * and neither runs the body again.
+     */
+    void heldFailuresBothWays(String url, IdempotencyStore store) throws Exception {
+        try (store) {
+            CrossCharge charge = new CrossCharge();
+            String tenant = "cross-held-" + UUID.randomUUID();
+            ToolDispatcher java =
+                    ToolDispatcher.builder().tools(charge).store(store).tenant(tenant).build();
+
+            // Java holds its failure; Rust's call of the same charge is indeterminate, not run.
+            String javaFlight = "J-" + UUID.randomUUID();
+            IndeterminateOutcomeException held =
+                    assertThrows(
+                            IndeterminateOutcomeException.class,
+                            () -> java.call("cross_charge", Map.of("flight", javaFlight)));
+            assertInstanceOf(IllegalStateException.class, held.getCause());
+            JsonNode rust =
+                    rust(
+                            url,
+                            "cross_charge",
+                            tenant,
+                            "{\"flight\":\"" + javaFlight + "\"}",
+                            "--effectful");
+            assertEquals(0, rust.get("ran").asInt(), rust.toString());
+            assertEquals("indeterminate", rust.get("error").asText(), rust.toString());
+
+            // Rust holds its failure; Java's call is indeterminate and does not run.
+            String rustFlight = "R-" + UUID.randomUUID();
+            JsonNode failed =
+                    rust(
+                            url,
+                            "cross_charge",
+                            tenant,
+                            "{\"flight\":\"" + rustFlight + "\"}",
+                            "--effectful",
+                            "--fail");
+            assertEquals(1, failed.get("ran").asInt(), failed.toString());
+            assertEquals("indeterminate", failed.get("error").asText(), failed.toString());
+            assertThrows(
+                    IndeterminateOutcomeException.class,
+                    () -> java.call("cross_charge", Map.of("flight", rustFlight)));
+            assertEquals(1, charge.runs.get(), "Java ran only its own failing call");
+            store.forget(tenant);
+        }
+    }
+
+    @Test
+    void held_failures_are_indeterminate_across_languages_on_redis() throws Exception {
+        String url = Services.url("IDEMKIT_REDIS_URL", "cross-language Redis");
+        heldFailuresBothWays(url, new RedisIdempotencyStore(url));
+    }
+
+    @Test
+    void held_failures_are_indeterminate_across_languages_on_postgresql() throws Exception {
+        String url = Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL");
+        heldFailuresBothWays(url, new PostgresIdempotencyStore(url).createTableIfMissing());
     }
 
     @Test
