@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The C ABI, end to end:
-#   1. include/idemkit.h is what cbindgen makes from src/capi today (fails with a diff if not);
-#   2. the library builds with `cargo build --release --features capi[,redis][,postgres]`;
+#   1. include/idemkit.h is what cbindgen makes from capi/ today (fails with a diff if not);
+#   2. the library builds with `cargo build --release -p idemkit-capi [--features redis,postgres]`;
 #   3. tests/c/idemkit_test.c, linked against the shared and the static library, passes;
 #   4. it passes again under valgrind with no errors and no definitely-lost bytes.
 # Installs cbindgen when it is missing. Usage: scripts/c-test.sh
 # Environment: IDEMKIT_VECTORS (path of keys-v1.json, default tests/vectors/keys-v1.json),
-#              IDEMKIT_C_FEATURES (cargo features, default capi plus redis and postgres when the
-#                crate has them),
+#              IDEMKIT_C_FEATURES (cargo features of capi/, default redis,postgres when the
+#                crate has them; "none" for a memory-only library),
 #              IDEMKIT_REDIS_URL (a Redis server: calls also run on it, when built with redis),
 #              IDEMKIT_POSTGRES_URL (a PostgreSQL database: calls also run on it, when built with
 #                postgres; the table idemkit_c_test is created there with psql),
@@ -31,32 +31,34 @@ found=$(cbindgen --version | awk '{print $2}')
 if [ "$found" != "$cbindgen_version" ]; then
   echo "warning: cbindgen $found is installed; the header was generated with $cbindgen_version"
 fi
-# Exactly the invocation of the repository's hooks; its warnings (about the cfg(feature = "capi")
-# on the module) go to a log shown only on failure.
-if ! cbindgen --config cbindgen.toml --crate idemkit --output "$work/idemkit.h" 2>"$work/cbindgen.log"; then
+# The invocation capi/cbindgen.toml names; its warnings (items it skips) go to a log shown only
+# on failure.
+if ! cbindgen --config capi/cbindgen.toml --output "$work/idemkit.h" capi 2>"$work/cbindgen.log"; then
   cat "$work/cbindgen.log"
   exit 1
 fi
 if ! diff -u include/idemkit.h "$work/idemkit.h"; then
   echo "include/idemkit.h differs from a fresh cbindgen run (diff above):"
-  echo "  cbindgen --config cbindgen.toml --crate idemkit --output include/idemkit.h"
+  echo "  cbindgen --config capi/cbindgen.toml --output include/idemkit.h capi"
   exit 1
 fi
 echo "include/idemkit.h is current"
 
 features=${IDEMKIT_C_FEATURES:-}
 if [ -z "$features" ]; then
-  features=capi
-  if grep -qE '^redis *=' Cargo.toml; then features=$features,redis; fi
-  if grep -qE '^postgres *=' Cargo.toml; then features=$features,postgres; fi
+  features=none
+  if grep -qE '^redis *=' capi/Cargo.toml; then features=$features,redis; fi
+  if grep -qE '^postgres *=' capi/Cargo.toml; then features=$features,postgres; fi
 fi
+features=${features#none}
+features=${features#,}
 has_redis=0
 case ",$features," in *,redis,*) has_redis=1 ;; esac
 has_postgres=0
 case ",$features," in *,postgres,*) has_postgres=1 ;; esac
 
-step "cargo build --release --features $features"
-cargo build --release --features "$features"
+step "cargo build --release -p idemkit-capi --features '$features'"
+cargo build --release -p idemkit-capi --features "$features"
 target_dir=$(cargo metadata --format-version 1 --no-deps |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 lib_dir="$target_dir/release"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every idemkit test: Rust (core, stores, CLI, C ABI), the C program under valgrind, and Java.
+# Runs every idemkit test: Rust (core, stores, CLI, the C ABI crate capi/), the C program under
+# valgrind, and Java.
 # Installs and starts what it needs (Redis and PostgreSQL on private ports, cbindgen) and stops
 # what it started.
 #
@@ -56,7 +57,8 @@ step() {
 rm -f "$log_dir"/*.log
 
 export CARGO_TERM_COLOR=never
-features="redis,postgres,testing,cli,capi"
+# The workspace's features: the core has all four, capi/ (the C library) redis and postgres.
+features="redis,postgres,testing,cli"
 native=java/native/Cargo.toml
 
 if wants rust || wants c || wants java; then
@@ -85,20 +87,20 @@ if wants rust || wants c || wants java; then
 fi
 
 if wants fmt; then
-  header "format: the core and the JNI crate (java/native)"
+  header "format: the workspace (the core, capi/) and the JNI crate (java/native)"
   step fmt cargo fmt --all --check
   step fmt-native cargo fmt --manifest-path "$native" --all --check
 fi
 
 if wants clippy; then
-  header "lints: the core and the JNI crate (java/native), warnings are errors"
-  step clippy cargo clippy --all-targets --features "$features" -- -D warnings
+  header "lints: the workspace (the core, capi/) and the JNI crate (java/native), warnings are errors"
+  step clippy cargo clippy --workspace --all-targets --features "$features" -- -D warnings
   step clippy-native cargo clippy --manifest-path "$native" --workspace --all-targets --all-features -- -D warnings
 fi
 
 if wants rust; then
-  header "Rust tests (core, key vectors, stores against real servers, CLI, C ABI)"
-  step cargo cargo test --no-fail-fast --features "$features"
+  header "Rust tests (core, key vectors, stores against real servers, CLI, the C ABI crate capi/)"
+  step cargo cargo test --workspace --no-fail-fast --features "$features"
 fi
 
 if wants c; then

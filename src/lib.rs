@@ -36,8 +36,6 @@
 //! protocol (§3) and the stores (§4); `docs/ARCHITECTURE.md` maps each rule of §3 to the function
 //! that carries it out.
 
-#[cfg(feature = "capi")]
-pub mod capi;
 pub mod error;
 pub mod events;
 pub mod executor;

@@ -4,7 +4,7 @@
 use std::ffi::{c_char, CStr, CString};
 use std::ptr::{null, null_mut};
 
-use idemkit::capi::*;
+use crate::*;
 
 fn c(text: &str) -> CString {
     CString::new(text).unwrap()

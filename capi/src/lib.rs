@@ -1,8 +1,10 @@
-//! The C ABI (feature `capi`): status codes, handles and out-parameters over the executor.
+//! The C ABI of idemkit (`libidemkit.so`, `libidemkit.a`): status codes, handles and
+//! out-parameters over the core's executor. This crate is the C library only; Rust programs
+//! depend on the `idemkit` crate itself.
 //!
 //! Every exported function catches panics and answers with an [`IdemkitStatus`]; none aborts
 //! the process. Null pointers and text that is not UTF-8 are refused with a status. The
-//! header `include/idemkit.h` is generated from this module by cbindgen; the doc comments
+//! header `include/idemkit.h` is generated from this crate by cbindgen; the doc comments
 //! here are its documentation.
 //!
 //! The call protocol is two-step, so a C body never runs inside a native frame:

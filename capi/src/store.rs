@@ -4,11 +4,11 @@
 use std::ffi::c_char;
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use super::boundary::{guard, guard_void, optional_str, required_str, Fault};
-use super::IdemkitStatus;
-use crate::executor::Executor;
-use crate::runtime;
-use crate::store::{redact_url, StoreOptions};
+use crate::boundary::{guard, guard_void, optional_str, required_str, Fault};
+use crate::IdemkitStatus;
+use idemkit_core::executor::Executor;
+use idemkit_core::runtime;
+use idemkit_core::store::{redact_url, StoreOptions};
 
 /// Options for `idemkit_store_open`. Zero-initialise it (`idemkit_store_options o = {0};`) and
 /// set what you need; NULL text and 0 mean the default.
@@ -87,7 +87,7 @@ impl IdemkitStore {
         if opened.generation != generation {
             let pid = std::process::id();
             if self.connected {
-                let store = runtime::block_on(crate::store::open(&self.url, &self.options))
+                let store = runtime::block_on(idemkit_core::store::open(&self.url, &self.options))
                     .map_err(|error| {
                         Fault::from(error).context(&format!(
                             "store {} was opened in process {} before fork(); opening it again in this process ({pid}) failed",
@@ -151,7 +151,7 @@ pub unsafe extern "C" fn idemkit_store_open(
                 (options.max_outcome_bytes > 0).then_some(options.max_outcome_bytes);
         }
         let generation = runtime::process_generation();
-        let store = runtime::block_on(crate::store::open(url, &store_options))?;
+        let store = runtime::block_on(idemkit_core::store::open(url, &store_options))?;
         let connected = !url.to_ascii_lowercase().starts_with("memory:");
         *out = Box::into_raw(Box::new(IdemkitStore {
             url: url.to_owned(),

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::error::{Error, ErrorKind};
+use idemkit_core::error::{Error, ErrorKind};
 
 /// A `&'static CStr` from a literal (`c"..."` literals need Rust 1.77; the crate supports 1.75).
 macro_rules! cstr {

@@ -3,10 +3,10 @@
 use std::ffi::c_char;
 use std::time::Duration;
 
-use super::boundary::{guard, guard_void, required_str, str_array, Fault};
-use super::IdemkitStatus;
-use crate::error::Error;
-use crate::policy::{KeyStrategy, Policy, RetryBehavior, Tool};
+use crate::boundary::{guard, guard_void, required_str, str_array, Fault};
+use crate::IdemkitStatus;
+use idemkit_core::error::Error;
+use idemkit_core::policy::{KeyStrategy, Policy, RetryBehavior, Tool};
 
 /// How a tool's keys are derived (SPEC §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
