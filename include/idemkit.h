@@ -26,8 +26,19 @@
  * caller passes stay the caller's. Static strings (idemkit_version, idemkit_status_name) are
  * never freed.
  *
+ * Versioned structs: idemkit_policy and idemkit_store_options begin with struct_size, the
+ * struct's sizeof as your program was compiled. Fill them with
+ * idemkit_policy_default(&policy, sizeof policy) and
+ * idemkit_store_options_default(&options, sizeof options), then set what you need. The library
+ * refuses a size it does not know (0, or a newer header's larger struct) with
+ * IDEMKIT_STATUS_INVALID_ARGUMENT instead of misreading memory.
+ *
  * fork(): a child made by fork() (pre-fork servers) can go on using the library and the stores
  * its parent opened; they reconnect in the child. See idemkit_store_open.
+ *
+ * Linking: scripts/install-c.sh --prefix DIR installs the library (SONAME libidemkit.so.0),
+ * libidemkit.a, this header and idemkit.pc: `pkg-config --cflags --libs idemkit` links the
+ * shared library, `pkg-config --static --cflags --libs idemkit` the static one.
  */
 
 #ifndef IDEMKIT_H
@@ -367,10 +378,20 @@ typedef struct idemkit_key_request {
 } idemkit_key_request;
 
 /**
- * Options for `idemkit_store_open`. Zero-initialise it (`idemkit_store_options o = {0};`) and
- * set what you need; NULL text and 0 mean the default.
+ * Options for `idemkit_store_open`. Fill it with
+ * `idemkit_store_options_default(&options, sizeof options)` and set what you need; NULL text
+ * and 0 mean the default.
  */
 typedef struct idemkit_store_options {
+  /**
+   * `sizeof(idemkit_store_options)` as the program was compiled, set by
+   * `idemkit_store_options_default`: the version of this struct. Later versions of the
+   * library only add fields at the end and accept the sizes of earlier ones; a size the
+   * library does not know (0: the struct was not filled by `idemkit_store_options_default`,
+   * or larger than its own: a newer header than the library) is refused with
+   * `IDEMKIT_STATUS_INVALID_ARGUMENT`.
+   */
+  size_t struct_size;
   /**
    * Redis: the key prefix (default `idemkit:`).
    */
@@ -391,10 +412,19 @@ typedef struct idemkit_store_options {
 } idemkit_store_options;
 
 /**
- * An idempotency policy (SPEC §1). Fill it with `idemkit_policy_default` and change what you
- * need; it is validated by `idemkit_tool_new`.
+ * An idempotency policy (SPEC §1). Fill it with
+ * `idemkit_policy_default(&policy, sizeof policy)` and change what you need; it is validated
+ * by `idemkit_tool_new`.
  */
 typedef struct idemkit_policy {
+  /**
+   * `sizeof(idemkit_policy)` as the program was compiled, set by `idemkit_policy_default`:
+   * the version of this struct. Later versions of the library only add fields at the end and
+   * accept the sizes of earlier ones; a size the library does not know (0: the struct was
+   * not filled by `idemkit_policy_default`, or larger than its own: a newer header than the
+   * library) is refused with `IDEMKIT_STATUS_INVALID_ARGUMENT`.
+   */
+  size_t struct_size;
   /**
    * An `idemkit_strategy` code (default `IDEMKIT_STRATEGY_HASH_INPUT`).
    */
@@ -639,9 +669,25 @@ idemkit_status idemkit_derive_key(const struct idemkit_key_request *request,
                                   size_t *material_needed);
 
 /**
+ * Fills `*options` with the defaults (every text NULL, every number 0, `allow_evicting` false)
+ * and `options->struct_size` with `struct_size`.
+ *
+ * Pass `sizeof` of your struct: `idemkit_store_options_default(&options, sizeof options)`. A
+ * size the library does not know (see `idemkit_store_options.struct_size`) answers
+ * `IDEMKIT_STATUS_INVALID_ARGUMENT` and writes nothing.
+ *
+ * # Safety
+ * `options` is NULL or writable for `struct_size` bytes.
+ */
+idemkit_status idemkit_store_options_default(struct idemkit_store_options *options,
+                                             size_t struct_size);
+
+/**
  * Opens a store by URL: `memory:` (a new in-memory store, always available), `redis://` and
  * `rediss://` (when the library was built with the cargo feature `redis`), `postgres://` and
- * `postgresql://` (feature `postgres`). `options` may be NULL for the defaults.
+ * `postgresql://` (feature `postgres`). `options` may be NULL for the defaults, else filled by
+ * `idemkit_store_options_default` (a `struct_size` the library does not know answers
+ * `IDEMKIT_STATUS_INVALID_ARGUMENT`).
  *
  * On OK, `*out` is a new store the caller owns: free it with `idemkit_store_free`. Otherwise
  * `*out` is NULL; an unknown or disabled scheme answers `IDEMKIT_STATUS_CONFIGURATION`, a server
@@ -681,12 +727,17 @@ void idemkit_store_free(struct idemkit_store *store);
 
 /**
  * Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
- * TTL 3600 s, lease 300 s, no key arguments.
+ * TTL 3600 s, lease 300 s, no key arguments; and `policy->struct_size` with `struct_size`.
+ *
+ * Pass `sizeof` of your struct: `idemkit_policy_default(&policy, sizeof policy)`. A size the
+ * library does not know (see `idemkit_policy.struct_size`) answers
+ * `IDEMKIT_STATUS_INVALID_ARGUMENT` and writes nothing.
  *
  * # Safety
- * `policy` is NULL or writable.
+ * `policy` is NULL or writable for `struct_size` bytes.
  */
-idemkit_status idemkit_policy_default(struct idemkit_policy *policy);
+idemkit_status idemkit_policy_default(struct idemkit_policy *policy,
+                                      size_t struct_size);
 
 /**
  * Makes a tool: `name` is the scope of its keys; `policy` (NULL for the defaults) is validated
@@ -694,8 +745,9 @@ idemkit_status idemkit_policy_default(struct idemkit_policy *policy);
  * body (a body reported after it answers `IDEMKIT_STATUS_TIMEOUT`, see `idemkit_complete`),
  * and must be shorter than the lease.
  *
- * On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy the
- * library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
+ * On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy whose
+ * `struct_size` the library does not know answers `IDEMKIT_STATUS_INVALID_ARGUMENT`. A policy
+ * the library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
  * unknown enum code, a timeout not shorter than the lease) answers
  * `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
  *

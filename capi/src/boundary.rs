@@ -325,6 +325,43 @@ pub(crate) unsafe fn copy_out(
     Ok(())
 }
 
+/// Checks the `struct_size` of a struct the caller fills in (`idemkit_policy`,
+/// `idemkit_store_options`): it must be a size this library knows for that struct, i.e. the
+/// `sizeof` of the struct in some version of the header up to this library's own. Structs only
+/// grow at their end, so a known smaller size is an older program's struct; today there is one.
+/// `what` names the value in messages (`policy.struct_size`), `c_type` the struct and `init`
+/// the call that sets the size.
+pub(crate) fn check_struct_size(
+    size: usize,
+    known: &[usize],
+    what: &str,
+    c_type: &str,
+    init: &str,
+) -> Result<(), Fault> {
+    if known.contains(&size) {
+        return Ok(());
+    }
+    let largest = known.iter().copied().max().unwrap_or(0);
+    let version = env!("CARGO_PKG_VERSION");
+    let message = if size == 0 {
+        format!("`{what}` is 0: fill the {c_type} with {init} before setting its fields")
+    } else if size > largest {
+        format!(
+            "`{what}` is {size}, but this library (idemkit {version}) knows {c_type} of at most {largest} bytes: the program was compiled against a newer idemkit.h than the library it runs with; run it with the library of that header"
+        )
+    } else {
+        format!(
+            "`{what}` is {size}, not a size of {c_type} this library (idemkit {version}) knows ({}); set it with {init}",
+            known
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Err(Fault::invalid(message))
+}
+
 /// A string the library allocated, handed to the caller; free it with `idemkit_string_free`.
 pub(crate) fn give_string(text: &str) -> *mut c_char {
     c_string_lossy(text).into_raw()

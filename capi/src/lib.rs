@@ -28,7 +28,10 @@ pub use call::{
     IdemkitCall, IdemkitRecording,
 };
 pub use key::{idemkit_derive_key, IdemkitKeyRequest};
-pub use store::{idemkit_store_free, idemkit_store_open, IdemkitStore, IdemkitStoreOptions};
+pub use store::{
+    idemkit_store_free, idemkit_store_open, idemkit_store_options_default, IdemkitStore,
+    IdemkitStoreOptions,
+};
 pub use tool::{
     idemkit_policy_default, idemkit_tool_free, idemkit_tool_new, IdemkitOnCacheHit, IdemkitPolicy,
     IdemkitStrategy, IdemkitTool,
