@@ -95,7 +95,7 @@ step "building the CLI after the C library leaves libidemkit.so and libidemkit.a
 # The core is an rlib only, so no other build writes the C library. (Before the split, building
 # the core with --features cli replaced libidemkit.so with one without any idemkit_* function.)
 before=$(sha256sum "$lib_dir/libidemkit.so" "$lib_dir/libidemkit.a")
-cargo build --release --features cli --bin idemkit
+cargo build --release --features cli
 after=$(sha256sum "$lib_dir/libidemkit.so" "$lib_dir/libidemkit.a")
 if [ "$before" != "$after" ]; then
   printf 'building the CLI changed the C library:\nbefore:\n%s\nafter:\n%s\n' "$before" "$after"
