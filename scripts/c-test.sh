@@ -61,6 +61,12 @@ case ",$features," in *,redis,*) has_redis=1 ;; esac
 has_postgres=0
 case ",$features," in *,postgres,*) has_postgres=1 ;; esac
 
+for tool in pkg-config readelf nm; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "$tool is missing: install it (apt-get install pkg-config binutils); the C test links through pkg-config and reads the libraries with readelf and nm"
+    exit 1
+  }
+done
 prefix=$work/prefix
 static_prefix=$work/static
 step "scripts/install-c.sh: the library, header and idemkit.pc under a prefix (and the static library alone under another)"
