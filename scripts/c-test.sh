@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # The C ABI, end to end:
-#   1. include/idemkit.h is what cbindgen makes from src/capi today (fails with a diff if not);
-#   2. the library builds with `cargo build --release --features capi[,redis][,postgres]`;
-#   3. tests/c/idemkit_test.c, linked against the shared and the static library, passes;
-#   4. it passes again under valgrind with no errors and no definitely-lost bytes.
+#   1. include/idemkit.h is what cbindgen makes from capi/ today (fails with a diff if not);
+#   2. scripts/install-c.sh builds the library (release, -p idemkit-capi) and installs it: SONAME
+#      libidemkit.so.0, every function of the header exported, idemkit.pc;
+#   3. building the CLI afterwards leaves libidemkit.so and libidemkit.a as they were;
+#   4. tests/c/idemkit_test.c, linked through `pkg-config --cflags --libs idemkit` against the
+#      shared library and through `pkg-config --static ...` against the static one, passes when
+#      run from another directory; the README's C commands work as written;
+#   5. it passes again under valgrind with no errors and no definitely-lost bytes.
 # Installs cbindgen when it is missing. Usage: scripts/c-test.sh
 # Environment: IDEMKIT_VECTORS (path of keys-v1.json, default tests/vectors/keys-v1.json),
-#              IDEMKIT_C_FEATURES (cargo features, default capi plus redis and postgres when the
-#                crate has them),
+#              IDEMKIT_C_FEATURES (cargo features of capi/, default redis,postgres when the
+#                crate has them; "none" for a memory-only library),
 #              IDEMKIT_REDIS_URL (a Redis server: calls also run on it, when built with redis),
 #              IDEMKIT_POSTGRES_URL (a PostgreSQL database: calls also run on it, when built with
 #                postgres; the table idemkit_c_test is created there with psql),
-#              IDEMKIT_SKIP_VALGRIND=1 (skip step 4, for machines without valgrind).
+#              IDEMKIT_SKIP_VALGRIND=1 (skip step 5, for machines without valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -31,38 +35,80 @@ found=$(cbindgen --version | awk '{print $2}')
 if [ "$found" != "$cbindgen_version" ]; then
   echo "warning: cbindgen $found is installed; the header was generated with $cbindgen_version"
 fi
-# Exactly the invocation of the repository's hooks; its warnings (about the cfg(feature = "capi")
-# on the module) go to a log shown only on failure.
-if ! cbindgen --config cbindgen.toml --crate idemkit --output "$work/idemkit.h" 2>"$work/cbindgen.log"; then
+# The invocation capi/cbindgen.toml names; its warnings (items it skips) go to a log shown only
+# on failure.
+if ! cbindgen --config capi/cbindgen.toml --output "$work/idemkit.h" capi 2>"$work/cbindgen.log"; then
   cat "$work/cbindgen.log"
   exit 1
 fi
 if ! diff -u include/idemkit.h "$work/idemkit.h"; then
   echo "include/idemkit.h differs from a fresh cbindgen run (diff above):"
-  echo "  cbindgen --config cbindgen.toml --crate idemkit --output include/idemkit.h"
+  echo "  cbindgen --config capi/cbindgen.toml --output include/idemkit.h capi"
   exit 1
 fi
 echo "include/idemkit.h is current"
 
 features=${IDEMKIT_C_FEATURES:-}
 if [ -z "$features" ]; then
-  features=capi
-  if grep -qE '^redis *=' Cargo.toml; then features=$features,redis; fi
-  if grep -qE '^postgres *=' Cargo.toml; then features=$features,postgres; fi
+  features=none
+  if grep -qE '^redis *=' capi/Cargo.toml; then features=$features,redis; fi
+  if grep -qE '^postgres *=' capi/Cargo.toml; then features=$features,postgres; fi
 fi
+features=${features#none}
+features=${features#,}
 has_redis=0
 case ",$features," in *,redis,*) has_redis=1 ;; esac
 has_postgres=0
 case ",$features," in *,postgres,*) has_postgres=1 ;; esac
 
-step "cargo build --release --features $features"
-cargo build --release --features "$features"
+for tool in pkg-config readelf nm; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "$tool is missing: install it (apt-get install pkg-config binutils); the C test links through pkg-config and reads the libraries with readelf and nm"
+    exit 1
+  }
+done
+prefix=$work/prefix
+static_prefix=$work/static
+step "scripts/install-c.sh: the library, header and idemkit.pc under a prefix (and the static library alone under another)"
+scripts/install-c.sh --prefix "$prefix" --features "$features"
+scripts/install-c.sh --prefix "$static_prefix" --features "$features" --static-only >/dev/null 2>&1
 target_dir=$(cargo metadata --format-version 1 --no-deps |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 lib_dir="$target_dir/release"
-for lib in libidemkit.so libidemkit.a; do
-  [ -f "$lib_dir/$lib" ] || { echo "missing $lib_dir/$lib"; exit 1; }
-done
+
+# The functions the header declares, and the ones a library exports.
+grep -oE '^[a-z][a-z_ ]* \**idemkit_[a-z_]+\(' include/idemkit.h | grep -oE 'idemkit_[a-z_]+\($' | tr -d '(' |
+  sort >"$work/declared" || true
+[ -s "$work/declared" ] || { echo "found no functions in include/idemkit.h"; exit 1; }
+exports() { nm -D --defined-only "$1" | awk '$2 == "T" && $3 ~ /^idemkit_/ {print $3}' | sort; }
+expect_exports() {
+  if ! diff -u "$work/declared" <(exports "$1"); then
+    echo "$1 does not export exactly the functions of include/idemkit.h (diff above: - missing, + extra)"
+    exit 1
+  fi
+}
+
+step "the installed library: SONAME libidemkit.so.0, the link, every function of the header"
+soname=$(readelf -d "$prefix/lib/libidemkit.so.0" | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
+[ "$soname" = libidemkit.so.0 ] || { echo "SONAME is '$soname', not libidemkit.so.0"; exit 1; }
+[ "$(readlink "$prefix/lib/libidemkit.so")" = libidemkit.so.0 ] ||
+  { echo "$prefix/lib/libidemkit.so is not a link to libidemkit.so.0"; exit 1; }
+[ ! -e "$static_prefix/lib/libidemkit.so" ] || { echo "--static-only installed a shared library"; exit 1; }
+expect_exports "$prefix/lib/libidemkit.so.0"
+echo "SONAME $soname; $(wc -l <"$work/declared") functions exported, as the header declares them"
+
+step "building the CLI after the C library leaves libidemkit.so and libidemkit.a alone"
+# The core is an rlib only, so no other build writes the C library. (Before the split, building
+# the core with --features cli replaced libidemkit.so with one without any idemkit_* function.)
+before=$(sha256sum "$lib_dir/libidemkit.so" "$lib_dir/libidemkit.a")
+cargo build --release --features cli
+after=$(sha256sum "$lib_dir/libidemkit.so" "$lib_dir/libidemkit.a")
+if [ "$before" != "$after" ]; then
+  printf 'building the CLI changed the C library:\nbefore:\n%s\nafter:\n%s\n' "$before" "$after"
+  exit 1
+fi
+expect_exports "$lib_dir/libidemkit.so"
+echo "$lib_dir/libidemkit.so and libidemkit.a unchanged; every idemkit_* function still exported"
 
 step "the header compiles as C11 and C++"
 gcc -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/idemkit.h
@@ -70,32 +116,72 @@ if command -v g++ >/dev/null 2>&1; then
   g++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only -x c++ include/idemkit.h
 fi
 
-step "the C test, against the shared and the static library"
-cflags=(-std=c11 -Wall -Wextra -Werror -g -O1 -Iinclude "-DIDEMKIT_TEST_HAS_REDIS=$has_redis"
-  "-DIDEMKIT_TEST_HAS_POSTGRES=$has_postgres")
-gcc "${cflags[@]}" tests/c/idemkit_test.c -o "$work/idemkit_test" \
-  -L"$lib_dir" -lidemkit -Wl,-rpath,"$lib_dir" -pthread -lm
-# What a Rust staticlib needs from the system on Linux (`rustc --print native-static-libs`).
-gcc "${cflags[@]}" tests/c/idemkit_test.c -o "$work/idemkit_test_static" \
-  "$lib_dir/libidemkit.a" -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc -pthread
+step "the C test, linked through pkg-config: the shared library, and the static one (--static)"
+cflags=(-std=c11 -Wall -Wextra -Werror -g -O1 "-DIDEMKIT_TEST_HAS_REDIS=$has_redis"
+  "-DIDEMKIT_TEST_HAS_POSTGRES=$has_postgres" -pthread)
+shared_flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs idemkit)
+shared_libdir=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=libdir idemkit)
+static_flags=$(PKG_CONFIG_PATH="$static_prefix/lib/pkgconfig" pkg-config --static --cflags --libs idemkit)
+echo "shared: gcc ... $shared_flags -Wl,-rpath,$shared_libdir"
+echo "static: gcc ... $static_flags"
+# shellcheck disable=SC2086 # pkg-config's answer is a list of words
+gcc "${cflags[@]}" tests/c/idemkit_test.c -o "$work/idemkit_test" $shared_flags -Wl,-rpath,"$shared_libdir"
+# shellcheck disable=SC2086
+gcc "${cflags[@]}" tests/c/idemkit_test.c -o "$work/idemkit_test_static" $static_flags
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\].*/\1/p'; }
+needed "$work/idemkit_test" | grep -qx libidemkit.so.0 || {
+  echo "the shared test program does not need libidemkit.so.0: $(needed "$work/idemkit_test" | xargs)"
+  exit 1
+}
+if needed "$work/idemkit_test_static" | grep -q libidemkit; then
+  echo "the static test program needs a shared libidemkit: $(needed "$work/idemkit_test_static" | xargs)"
+  exit 1
+fi
+# The loader finds libidemkit.so.0 by the absolute rpath, from any working directory.
+elsewhere=$work/elsewhere
+mkdir -p "$elsewhere"
+loaded=$(cd "$elsewhere" && ldd "$work/idemkit_test" | awk '$1 == "libidemkit.so.0" {print $3}')
+[ "$loaded" = "$prefix/lib/libidemkit.so.0" ] ||
+  { echo "the shared test program loads '$loaded', not $prefix/lib/libidemkit.so.0"; exit 1; }
+echo "shared: needs libidemkit.so.0 and loads $loaded; static: needs no shared libidemkit"
 
-step "the README's C example compiles, runs and prints what the README says"
-python3 - README.md "$work" <<'PY'
+step "the README's C commands as written (install, build shared and static, run), with HOME=$work/home"
+# Each bash block of the README's C section runs in a directory holding its C example (and a
+# link to scripts/); $HOME in them is replaced, so nothing is installed outside $work. A block
+# whose lines show output (`# ...`) must print that last.
+python3 - README.md "$work/readme" "$work/home" <<'PY'
 import pathlib, re, sys
 readme = pathlib.Path(sys.argv[1]).read_text()
 section = readme[readme.index("## C ABI"):]
+section = section[:section.index("\n## ", 1)]
+out, home = pathlib.Path(sys.argv[2]), sys.argv[3]
+out.mkdir(parents=True)
 blocks = re.findall(r"```(\w+)\n(.*?)```", section, re.S)
-source = next(body for lang, body in blocks if lang == "c")
-shell = next(body for lang, body in blocks if lang == "bash")
-out = pathlib.Path(sys.argv[2])
-(out / "send_email.c").write_text(source)
-(out / "send_email.expected").write_text(
-    "".join(line[2:] + "\n" for line in shell.splitlines() if line.startswith("# ")))
+(out / "send_email.c").write_text(next(body for lang, body in blocks if lang == "c"))
+shells = [body for lang, body in blocks if lang == "bash"]
+for i, body in enumerate(shells):
+    lines = body.splitlines()
+    commands = [line for line in lines if not line.startswith("#")]
+    (out / f"block{i}.sh").write_text("\n".join(commands).replace("$HOME", home) + "\n")
+    (out / f"block{i}.expected").write_text(
+        "".join(line[2:] + "\n" for line in lines if line.startswith("# ")))
+if len(shells) < 3:
+    sys.exit(f"the README's C section has {len(shells)} bash blocks; expected install, shared, static")
 PY
-gcc -std=c11 -Wall -Wextra -Werror -Iinclude "$work/send_email.c" -o "$work/send_email" \
-  -L"$lib_dir" -lidemkit -Wl,-rpath,"$lib_dir"
-"$work/send_email" >"$work/send_email.out"
-diff -u "$work/send_email.expected" "$work/send_email.out"
+ln -s "$root/scripts" "$work/readme/scripts"
+for block in "$work"/readme/block*.sh; do
+  sed 's/^/  $ /' "$block"
+  (cd "$work/readme" && bash -euo pipefail "$block") >"${block%.sh}.out" 2>"${block%.sh}.err" || {
+    cat "${block%.sh}.out" "${block%.sh}.err"
+    echo "that README block failed"
+    exit 1
+  }
+  expected=${block%.sh}.expected
+  if [ -s "$expected" ] && ! diff -u "$expected" <(tail -n "$(wc -l <"$expected")" "${block%.sh}.out"); then
+    echo "that README block does not print what the README shows (diff above)"
+    exit 1
+  fi
+done
 echo "README example: ok"
 
 vectors=${IDEMKIT_VECTORS:-$root/tests/vectors/keys-v1.json}
@@ -119,8 +205,10 @@ fi
 
 # The shared-library run prints the one "C tests: N passed, M failed" line that test
 # summaries count; the reruns label theirs so that they are not counted three times.
-"$work/idemkit_test" "$work/vectors.txt"
-"$work/idemkit_test_static" "$work/vectors.txt" | sed 's/^C tests: /C tests (static library): /'
+# Both run from another directory: nothing depends on the working directory.
+(cd "$elsewhere" && "$work/idemkit_test" "$work/vectors.txt")
+(cd "$elsewhere" && "$work/idemkit_test_static" "$work/vectors.txt") |
+  sed 's/^C tests: /C tests (static library): /'
 
 if [ "${IDEMKIT_SKIP_VALGRIND:-0}" = 1 ]; then
   echo "valgrind skipped (IDEMKIT_SKIP_VALGRIND=1)"
@@ -141,8 +229,9 @@ fi
 # show as "possibly lost" / "still reachable"; only definite leaks and errors fail the run.
 # Valgrind follows the test's fork() child too (its log lines carry the child's pid); the
 # suppressions cover what the child inherits from the parent's threads (see the file).
+cd "$elsewhere"
 valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1 \
-  --suppressions=tests/c/valgrind.supp \
+  --suppressions="$root/tests/c/valgrind.supp" \
   --show-leak-kinds=definite --log-file="$work/valgrind.log" "$work/idemkit_test" "$work/vectors.txt" |
   sed 's/^C tests: /C tests (valgrind): /' || {
   cat "$work/valgrind.log"

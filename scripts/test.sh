@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every idemkit test: the crate's packaging (MSRV, docs, contents), Rust (core, stores, CLI,
-# C ABI), the C program under valgrind, Java, and the Gradle build of the Java library with an
-# application that uses it.
+# the C ABI crate capi/), the C program under valgrind, Java, and the Gradle build of the Java
+# library with an application that uses it.
 # Installs and starts what it needs (Redis and PostgreSQL on private ports, cbindgen) and stops
 # what it started.
 #
@@ -58,7 +58,8 @@ step() {
 rm -f "$log_dir"/*.log
 
 export CARGO_TERM_COLOR=never
-features="redis,postgres,testing,cli,capi,tracing,metrics"
+# The workspace's features: the core has them all, capi/ (the C library) redis and postgres.
+features="redis,postgres,testing,cli,tracing,metrics"
 native=java/native/Cargo.toml
 
 if wants rust || wants c || wants java; then
@@ -87,7 +88,7 @@ if wants rust || wants c || wants java; then
 fi
 
 if wants fmt; then
-  header "format: the core, the JNI crate (java/native) and the Java sources"
+  header "format: the workspace (the core, capi/), the JNI crate (java/native) and the Java sources"
   step fmt cargo fmt --all --check
   step fmt-native cargo fmt --manifest-path "$native" --all --check
   # google-java-format (AOSP style) through Spotless; `mvn -f java/pom.xml spotless:apply` fixes.
@@ -95,8 +96,8 @@ if wants fmt; then
 fi
 
 if wants clippy; then
-  header "lints: the core and the JNI crate (java/native), warnings are errors"
-  step clippy cargo clippy --all-targets --features "$features" -- -D warnings
+  header "lints: the workspace (the core, capi/) and the JNI crate (java/native), warnings are errors"
+  step clippy cargo clippy --workspace --all-targets --features "$features" -- -D warnings
   step clippy-native cargo clippy --manifest-path "$native" --workspace --all-targets --all-features -- -D warnings
 fi
 
@@ -109,8 +110,8 @@ if wants crate; then
 fi
 
 if wants rust; then
-  header "Rust tests (core, key vectors, stores against real servers, CLI, C ABI)"
-  step cargo cargo test --no-fail-fast --features "$features"
+  header "Rust tests (core, key vectors, stores against real servers, CLI, the C ABI crate capi/)"
+  step cargo cargo test --workspace --no-fail-fast --features "$features"
 fi
 
 if wants c; then

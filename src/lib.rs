@@ -41,8 +41,6 @@
 
 #![warn(missing_docs)]
 
-#[cfg(feature = "capi")]
-pub mod capi;
 pub mod error;
 pub mod events;
 pub mod executor;

@@ -107,7 +107,8 @@ static const char *postgres_url(void) {
 
 /* Opens a server store with this program's own key prefix (Redis) or table (PostgreSQL). */
 static idemkit_store *server_store(const char *url) {
-    idemkit_store_options options = {0};
+    idemkit_store_options options;
+    EXPECT_STATUS(idemkit_store_options_default(&options, sizeof options), IDEMKIT_STATUS_OK);
     options.key_prefix = "idemkit-c-test:";
     options.table = "idemkit_c_test";
     idemkit_store *store = NULL;
@@ -131,7 +132,7 @@ static idemkit_store *memory_store(void) {
 
 static idemkit_policy policy_with(int32_t strategy, int32_t on_cache_hit, bool cache_failures) {
     idemkit_policy policy;
-    EXPECT_STATUS(idemkit_policy_default(&policy), IDEMKIT_STATUS_OK);
+    EXPECT_STATUS(idemkit_policy_default(&policy, sizeof policy), IDEMKIT_STATUS_OK);
     policy.strategy = strategy;
     policy.on_cache_hit = on_cache_hit;
     policy.cache_failures = cache_failures;
@@ -696,7 +697,8 @@ static void an_abandoned_claim_is_indeterminate_until_a_late_outcome(void) {
 }
 
 static void a_result_over_the_store_limit_answers_outcome_too_large(void) {
-    idemkit_store_options options = {0};
+    idemkit_store_options options;
+    EXPECT_STATUS(idemkit_store_options_default(&options, sizeof options), IDEMKIT_STATUS_OK);
     options.max_outcome_bytes = 16;
     idemkit_store *store = NULL;
     EXPECT_STATUS(idemkit_store_open("memory:", &options, &store), IDEMKIT_STATUS_OK);
@@ -1063,7 +1065,8 @@ static void null_pointers_are_refused(void) {
     EXPECT_STATUS(idemkit_fail(NULL, "E", "m", NULL), IDEMKIT_STATUS_NULL_POINTER);
     EXPECT_STATUS(idemkit_release_unrun(NULL), IDEMKIT_STATUS_NULL_POINTER);
     EXPECT_STATUS(idemkit_call_key(NULL, NULL, 0), IDEMKIT_STATUS_NULL_POINTER);
-    EXPECT_STATUS(idemkit_policy_default(NULL), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(idemkit_policy_default(NULL, sizeof(idemkit_policy)), IDEMKIT_STATUS_NULL_POINTER);
+    EXPECT_STATUS(idemkit_store_options_default(NULL, sizeof(idemkit_store_options)), IDEMKIT_STATUS_NULL_POINTER);
     idemkit_store_free(NULL);
     idemkit_tool_free(NULL);
     idemkit_call_free(NULL);
@@ -1130,13 +1133,73 @@ static void invalid_keys_are_refused_and_nothing_runs(void) {
     idemkit_store_free(store);
 }
 
+/* The structs a caller fills in carry their size: the one this header gives is accepted; 0 (a
+ * struct not filled by its _default function) and a larger one (a program compiled against a
+ * newer header than the library) are refused with a message, and nothing is written or built. */
+static void structs_carry_their_size_and_unknown_sizes_are_refused(void) {
+    /* A struct as a newer header would declare it: this one, and a field appended. */
+    struct {
+        idemkit_policy known;
+        uint64_t added_later;
+    } newer_policy;
+    idemkit_policy policy;
+    EXPECT_STATUS(idemkit_policy_default(&policy, sizeof policy), IDEMKIT_STATUS_OK);
+    EXPECT(policy.struct_size == sizeof policy, "struct_size %zu", policy.struct_size);
+    idemkit_tool *tool = NULL;
+    EXPECT_STATUS(idemkit_tool_new("sized", &policy, 0, &tool), IDEMKIT_STATUS_OK);
+    idemkit_tool_free(tool);
+
+    const size_t sizes[] = {0, sizeof newer_policy};
+    const char *says[] = {"is 0: fill the idemkit_policy with idemkit_policy_default(&policy, sizeof policy)",
+                          "compiled against a newer idemkit.h than the library it runs with"};
+    for (size_t i = 0; i < 2; i++) {
+        newer_policy.known = policy;
+        newer_policy.known.struct_size = sizes[i];
+        tool = (idemkit_tool *)&tool;
+        EXPECT_STATUS(idemkit_tool_new("sized", &newer_policy.known, 0, &tool), IDEMKIT_STATUS_INVALID_ARGUMENT);
+        EXPECT(tool == NULL, "*out is NULL after a refusal");
+        EXPECT(strstr(last_message(), "`policy.struct_size`") != NULL && strstr(last_message(), says[i]) != NULL,
+               "message: %s", last_message());
+        memset(&newer_policy, 0x5a, sizeof newer_policy);
+        EXPECT_STATUS(idemkit_policy_default(&newer_policy.known, sizes[i]), IDEMKIT_STATUS_INVALID_ARGUMENT);
+        EXPECT(newer_policy.known.ttl_seconds == 0x5a5a5a5a5a5a5a5aULL, "nothing written");
+        EXPECT(strstr(last_message(), "`struct_size`") != NULL, "message: %s", last_message());
+    }
+
+    struct {
+        idemkit_store_options known;
+        uint64_t added_later;
+    } newer_options;
+    idemkit_store_options options;
+    EXPECT_STATUS(idemkit_store_options_default(&options, sizeof options), IDEMKIT_STATUS_OK);
+    EXPECT(options.struct_size == sizeof options && options.key_prefix == NULL && options.table == NULL &&
+               !options.allow_evicting && options.max_outcome_bytes == 0,
+           "defaults");
+    idemkit_store *store = NULL;
+    EXPECT_STATUS(idemkit_store_open("memory:", &options, &store), IDEMKIT_STATUS_OK);
+    idemkit_store_free(store);
+    const size_t option_sizes[] = {0, sizeof newer_options};
+    for (size_t i = 0; i < 2; i++) {
+        newer_options.known = options;
+        newer_options.known.struct_size = option_sizes[i];
+        store = (idemkit_store *)&store;
+        EXPECT_STATUS(idemkit_store_open("memory:", &newer_options.known, &store), IDEMKIT_STATUS_INVALID_ARGUMENT);
+        EXPECT(store == NULL, "*out is NULL after a refusal");
+        EXPECT(strstr(last_message(), "`options.struct_size`") != NULL, "message: %s", last_message());
+        memset(&newer_options, 0x5a, sizeof newer_options);
+        EXPECT_STATUS(idemkit_store_options_default(&newer_options.known, option_sizes[i]),
+                      IDEMKIT_STATUS_INVALID_ARGUMENT);
+        EXPECT(newer_options.known.max_outcome_bytes == (size_t)0x5a5a5a5a5a5a5a5aULL, "nothing written");
+    }
+}
+
 static void configuration_errors_are_refused_when_built(void) {
     idemkit_tool *tool = (idemkit_tool *)&tool;
     idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
     policy.ttl_seconds = 0;
     EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
     EXPECT(tool == NULL, "no tool");
-    EXPECT(strstr(last_message(), "ttlSeconds must be > 0 on `send_email`") != NULL, "message: %s", last_message());
+    EXPECT(strstr(last_message(), "ttl_seconds must be > 0 on `send_email`") != NULL, "message: %s", last_message());
     policy.ttl_seconds = 60;
     policy.lease_seconds = 0;
     EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
@@ -1288,6 +1351,8 @@ int main(int argc, char **argv) {
     run("null pointers are refused", null_pointers_are_refused);
     run("invalid UTF-8 is refused", invalid_utf8_is_refused);
     run("invalid keys are refused and nothing runs", invalid_keys_are_refused_and_nothing_runs);
+    run("structs carry their size and unknown sizes are refused",
+        structs_carry_their_size_and_unknown_sizes_are_refused);
     run("configuration errors are refused when built", configuration_errors_are_refused_when_built);
     run("an unreachable store is store_unavailable", an_unreachable_store_is_store_unavailable);
     if (redis_url()) {

@@ -4,17 +4,25 @@
 use std::ffi::c_char;
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use super::boundary::{guard, guard_void, optional_str, required_str, Fault};
-use super::IdemkitStatus;
-use crate::executor::Executor;
-use crate::runtime;
-use crate::store::{redact_url, StoreOptions};
+use crate::boundary::{check_struct_size, guard, guard_void, optional_str, required_str, Fault};
+use crate::IdemkitStatus;
+use idemkit_core::executor::Executor;
+use idemkit_core::runtime;
+use idemkit_core::store::{redact_url, StoreOptions};
 
-/// Options for `idemkit_store_open`. Zero-initialise it (`idemkit_store_options o = {0};`) and
-/// set what you need; NULL text and 0 mean the default.
+/// Options for `idemkit_store_open`. Fill it with
+/// `idemkit_store_options_default(&options, sizeof options)` and set what you need; NULL text
+/// and 0 mean the default.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct IdemkitStoreOptions {
+    /// `sizeof(idemkit_store_options)` as the program was compiled, set by
+    /// `idemkit_store_options_default`: the version of this struct. Later versions of the
+    /// library only add fields at the end and accept the sizes of earlier ones; a size the
+    /// library does not know (0: the struct was not filled by `idemkit_store_options_default`,
+    /// or larger than its own: a newer header than the library) is refused with
+    /// `IDEMKIT_STATUS_INVALID_ARGUMENT`.
+    pub struct_size: usize,
     /// Redis: the key prefix (default `idemkit:`).
     pub key_prefix: *const c_char,
     /// PostgreSQL: the table name, validated as an SQL identifier (default `idemkit_records`).
@@ -24,6 +32,48 @@ pub struct IdemkitStoreOptions {
     pub allow_evicting: bool,
     /// The largest success result (JSON bytes) the store keeps (0: the default, 1 MiB).
     pub max_outcome_bytes: usize,
+}
+
+/// The sizes of `idemkit_store_options` this library reads: its own (see `check_struct_size`).
+const OPTIONS_SIZES: [usize; 1] = [std::mem::size_of::<IdemkitStoreOptions>()];
+
+const OPTIONS_INIT: &str = "idemkit_store_options_default(&options, sizeof options)";
+
+/// Fills `*options` with the defaults (every text NULL, every number 0, `allow_evicting` false)
+/// and `options->struct_size` with `struct_size`.
+///
+/// Pass `sizeof` of your struct: `idemkit_store_options_default(&options, sizeof options)`. A
+/// size the library does not know (see `idemkit_store_options.struct_size`) answers
+/// `IDEMKIT_STATUS_INVALID_ARGUMENT` and writes nothing.
+///
+/// # Safety
+/// `options` is NULL or writable for `struct_size` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_store_options_default(
+    options: *mut IdemkitStoreOptions,
+    struct_size: usize,
+) -> IdemkitStatus {
+    guard(|| {
+        if options.is_null() {
+            return Err(Fault::null("options"));
+        }
+        check_struct_size(
+            struct_size,
+            &OPTIONS_SIZES,
+            "struct_size",
+            "idemkit_store_options",
+            OPTIONS_INIT,
+        )?;
+        // The only known size is the whole struct (an older, smaller size would get its prefix).
+        options.write(IdemkitStoreOptions {
+            struct_size,
+            key_prefix: std::ptr::null(),
+            table: std::ptr::null(),
+            allow_evicting: false,
+            max_outcome_bytes: 0,
+        });
+        Ok(())
+    })
 }
 
 /// A store and the executor that runs calls against it. Safe to share between threads; freed
@@ -87,7 +137,7 @@ impl IdemkitStore {
         if opened.generation != generation {
             let pid = std::process::id();
             if self.connected {
-                let store = runtime::block_on(crate::store::open(&self.url, &self.options))
+                let store = runtime::block_on(idemkit_core::store::open(&self.url, &self.options))
                     .map_err(|error| {
                         Fault::from(error).context(&format!(
                             "store {} was opened in process {} before fork(); opening it again in this process ({pid}) failed",
@@ -107,7 +157,9 @@ impl IdemkitStore {
 
 /// Opens a store by URL: `memory:` (a new in-memory store, always available), `redis://` and
 /// `rediss://` (when the library was built with the cargo feature `redis`), `postgres://` and
-/// `postgresql://` (feature `postgres`). `options` may be NULL for the defaults.
+/// `postgresql://` (feature `postgres`). `options` may be NULL for the defaults, else filled by
+/// `idemkit_store_options_default` (a `struct_size` the library does not know answers
+/// `IDEMKIT_STATUS_INVALID_ARGUMENT`).
 ///
 /// On OK, `*out` is a new store the caller owns: free it with `idemkit_store_free`. Otherwise
 /// `*out` is NULL; an unknown or disabled scheme answers `IDEMKIT_STATUS_CONFIGURATION`, a server
@@ -142,7 +194,16 @@ pub unsafe extern "C" fn idemkit_store_open(
         *out = std::ptr::null_mut();
         let url = required_str(url, "url")?;
         let mut store_options = StoreOptions::default();
-        if let Some(options) = options.as_ref() {
+        if !options.is_null() {
+            // The size first, read on its own: the rest is read only as a struct it knows.
+            check_struct_size(
+                std::ptr::addr_of!((*options).struct_size).read(),
+                &OPTIONS_SIZES,
+                "options.struct_size",
+                "idemkit_store_options",
+                OPTIONS_INIT,
+            )?;
+            let options = &*options;
             store_options.key_prefix =
                 optional_str(options.key_prefix, "options.key_prefix")?.map(str::to_owned);
             store_options.table = optional_str(options.table, "options.table")?.map(str::to_owned);
@@ -151,7 +212,7 @@ pub unsafe extern "C" fn idemkit_store_open(
                 (options.max_outcome_bytes > 0).then_some(options.max_outcome_bytes);
         }
         let generation = runtime::process_generation();
-        let store = runtime::block_on(crate::store::open(url, &store_options))?;
+        let store = runtime::block_on(idemkit_core::store::open(url, &store_options))?;
         let connected = !url.to_ascii_lowercase().starts_with("memory:");
         *out = Box::into_raw(Box::new(IdemkitStore {
             url: url.to_owned(),

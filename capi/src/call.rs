@@ -3,19 +3,19 @@
 
 use std::ffi::c_char;
 
-use super::boundary::{
+use crate::boundary::{
     copy_out, give_string, guard, guard_void, optional_str, required_str, Fault,
 };
-use super::store::{leave_behind, IdemkitStore};
-use super::tool::IdemkitTool;
-use super::{IdemkitStatus, KEY_BUFFER_LEN};
-use crate::error::Error;
-use crate::executor::{
+use crate::store::{leave_behind, IdemkitStore};
+use crate::tool::IdemkitTool;
+use crate::{IdemkitStatus, KEY_BUFFER_LEN};
+use idemkit_core::error::Error;
+use idemkit_core::executor::{
     Answer, Attempt, BodyReport, CallContext, Executor, RawInput, Recording, Step, SuppliedKey,
 };
-use crate::key::KeyError;
-use crate::record::Failure;
-use crate::runtime;
+use idemkit_core::key::KeyError;
+use idemkit_core::record::Failure;
+use idemkit_core::runtime;
 
 /// One claimed call, between `idemkit_begin` and `idemkit_complete`/`idemkit_fail`. It holds
 /// the key and the owner token, and keeps its store alive. Use it from one thread at a time;
@@ -189,7 +189,7 @@ pub unsafe extern "C" fn idemkit_begin(
                 out.answer = IdemkitAnswer::CachedSuccess;
                 out.result_json = give_string(&json);
             }
-            Ok(Step::Pending) => {
+            Ok(_) => {
                 return Err(Fault::from(Error::Internal(
                     "advance without a budget answered Pending".into(),
                 )))
@@ -309,17 +309,19 @@ unsafe fn report(
         // A C body is never cancelled by the library: a call freed unreported stays in progress.
         Recording::Unprotected | Recording::LeftInProgress => IdemkitRecording::Unprotected,
         Recording::Failed(detail) => {
-            super::boundary::set_last_error(IdemkitStatus::StoreUnavailable, &detail);
+            crate::boundary::set_last_error(IdemkitStatus::StoreUnavailable, &detail);
             IdemkitRecording::Failed
         }
+        // A recording newer than this library: say it did not settle, never that it did.
+        _ => IdemkitRecording::Failed,
     };
     if let Some(out) = out.as_mut() {
         *out = recording;
     }
     match reported.answer {
         // C calls carry no retry policy, so the executor never asks for a retry here.
-        Answer::Body | Answer::Retry(_) => Ok(()),
         Answer::Error(error) => Err(error.into()),
+        _ => Ok(()),
     }
 }
 

@@ -4,7 +4,7 @@
 use std::ffi::{c_char, CStr, CString};
 use std::ptr::{null, null_mut};
 
-use idemkit::capi::*;
+use crate::*;
 
 fn c(text: &str) -> CString {
     CString::new(text).unwrap()
@@ -37,7 +37,9 @@ fn memory_store() -> *mut IdemkitStore {
 fn default_policy() -> IdemkitPolicy {
     let mut policy = std::mem::MaybeUninit::<IdemkitPolicy>::uninit();
     assert_eq!(
-        unsafe { idemkit_policy_default(policy.as_mut_ptr()) },
+        unsafe {
+            idemkit_policy_default(policy.as_mut_ptr(), std::mem::size_of::<IdemkitPolicy>())
+        },
         IdemkitStatus::Ok
     );
     unsafe { policy.assume_init() }
@@ -344,7 +346,7 @@ fn configuration_errors_say_what_to_change() {
         IdemkitStatus::Configuration
     );
     assert!(tool.is_null());
-    assert!(last_message().contains("ttlSeconds must be > 0 on `send_email`"));
+    assert!(last_message().contains("ttl_seconds must be > 0 on `send_email`"));
 
     let mut policy = default_policy();
     policy.strategy = 42;
@@ -393,4 +395,62 @@ fn the_last_error_is_per_thread() {
         .join()
         .unwrap();
     assert_eq!(other, IdemkitStatus::Ok);
+}
+
+#[test]
+fn structs_with_an_unknown_size_are_refused_and_the_known_size_is_accepted() {
+    let size = std::mem::size_of::<IdemkitPolicy>();
+    let mut policy = default_policy();
+    assert_eq!(policy.struct_size, size);
+    let name = c("sized");
+    for (bad, says) in [
+        (
+            0,
+            "is 0: fill the idemkit_policy with idemkit_policy_default",
+        ),
+        (size + 8, "compiled against a newer idemkit.h"),
+        (size - 8, "not a size of idemkit_policy this library"),
+    ] {
+        policy.struct_size = bad;
+        let mut out = 1 as *mut IdemkitTool;
+        let status = unsafe { idemkit_tool_new(name.as_ptr(), &policy, 0, &mut out) };
+        assert_eq!(status, IdemkitStatus::InvalidArgument, "size {bad}");
+        assert!(out.is_null());
+        let message = last_message();
+        assert!(message.contains("`policy.struct_size`"), "{message}");
+        assert!(message.contains(says), "{message}");
+        let mut untouched = policy;
+        let status = unsafe { idemkit_policy_default(&mut untouched, bad) };
+        assert_eq!(status, IdemkitStatus::InvalidArgument, "size {bad}");
+        assert_eq!(untouched.struct_size, bad, "nothing was written");
+    }
+    policy.struct_size = size;
+    let tool = tool("sized", &policy);
+    unsafe { idemkit_tool_free(tool) };
+
+    let size = std::mem::size_of::<IdemkitStoreOptions>();
+    let mut options = std::mem::MaybeUninit::<IdemkitStoreOptions>::uninit();
+    assert_eq!(
+        unsafe { idemkit_store_options_default(options.as_mut_ptr(), size) },
+        IdemkitStatus::Ok
+    );
+    let mut options = unsafe { options.assume_init() };
+    assert_eq!(options.struct_size, size);
+    assert!(options.key_prefix.is_null() && options.table.is_null());
+    let url = c("memory:");
+    for bad in [0, size + 1] {
+        options.struct_size = bad;
+        let mut store = 1 as *mut IdemkitStore;
+        let status = unsafe { idemkit_store_open(url.as_ptr(), &options, &mut store) };
+        assert_eq!(status, IdemkitStatus::InvalidArgument, "size {bad}");
+        assert!(store.is_null());
+        assert!(last_message().contains("`options.struct_size`"));
+    }
+    options.struct_size = size;
+    let mut store = null_mut();
+    assert_eq!(
+        unsafe { idemkit_store_open(url.as_ptr(), &options, &mut store) },
+        IdemkitStatus::Ok
+    );
+    unsafe { idemkit_store_free(store) };
 }

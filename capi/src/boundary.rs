@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::error::{Error, ErrorKind};
+use idemkit_core::error::{Error, ErrorKind};
 
 /// A `&'static CStr` from a literal (`c"..."` literals need Rust 1.77; the crate supports 1.75).
 macro_rules! cstr {
@@ -84,6 +84,8 @@ impl IdemkitStatus {
             ErrorKind::OutcomeTooLarge => IdemkitStatus::OutcomeTooLarge,
             ErrorKind::Timeout => IdemkitStatus::Timeout,
             ErrorKind::Internal => IdemkitStatus::Internal,
+            // A kind newer than this library's statuses: an internal error, never a silent OK.
+            _ => IdemkitStatus::Internal,
         }
     }
 
@@ -166,7 +168,25 @@ impl Fault {
 
 impl From<Error> for Fault {
     fn from(error: Error) -> Fault {
-        Fault::new(IdemkitStatus::from_kind(error.kind()), error.to_string())
+        let message = match &error {
+            // The core decided what is wrong; C names the settings as its structs do.
+            Error::InvalidSetting(message) => message.render(c_name),
+            other => other.to_string(),
+        };
+        Fault::new(IdemkitStatus::from_kind(error.kind()), message)
+    }
+}
+
+/// A setting as the C structs name it (`struct idemkit_policy`'s fields).
+fn c_name(setting: idemkit_core::error::Setting) -> &'static str {
+    use idemkit_core::error::Setting;
+    match setting {
+        Setting::Ttl => "ttl_seconds",
+        Setting::Lease => "lease_seconds",
+        Setting::Timeout => "timeout_ms",
+        Setting::KeyArguments => "key_arguments",
+        Setting::CacheFailures => "cache_failures",
+        other => other.rust_name(),
     }
 }
 
@@ -323,6 +343,43 @@ pub(crate) unsafe fn copy_out(
     std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
     *buf.add(text.len()) = 0;
     Ok(())
+}
+
+/// Checks the `struct_size` of a struct the caller fills in (`idemkit_policy`,
+/// `idemkit_store_options`): it must be a size this library knows for that struct, i.e. the
+/// `sizeof` of the struct in some version of the header up to this library's own. Structs only
+/// grow at their end, so a known smaller size is an older program's struct; today there is one.
+/// `what` names the value in messages (`policy.struct_size`), `c_type` the struct and `init`
+/// the call that sets the size.
+pub(crate) fn check_struct_size(
+    size: usize,
+    known: &[usize],
+    what: &str,
+    c_type: &str,
+    init: &str,
+) -> Result<(), Fault> {
+    if known.contains(&size) {
+        return Ok(());
+    }
+    let largest = known.iter().copied().max().unwrap_or(0);
+    let version = env!("CARGO_PKG_VERSION");
+    let message = if size == 0 {
+        format!("`{what}` is 0: fill the {c_type} with {init} before setting its fields")
+    } else if size > largest {
+        format!(
+            "`{what}` is {size}, but this library (idemkit {version}) knows {c_type} of at most {largest} bytes: the program was compiled against a newer idemkit.h than the library it runs with; run it with the library of that header"
+        )
+    } else {
+        format!(
+            "`{what}` is {size}, not a size of {c_type} this library (idemkit {version}) knows ({}); set it with {init}",
+            known
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Err(Fault::invalid(message))
 }
 
 /// A string the library allocated, handed to the caller; free it with `idemkit_string_free`.

@@ -2,9 +2,9 @@
 
 use std::ffi::CStr;
 
-use super::boundary::{guard, Fault};
-use super::*;
-use crate::error::ErrorKind;
+use crate::boundary::{guard, Fault};
+use crate::*;
+use idemkit_core::error::ErrorKind;
 
 fn last_message() -> String {
     let mut buf = [0 as std::ffi::c_char; 512];
@@ -74,7 +74,7 @@ fn every_status_has_a_distinct_name() {
 #[test]
 fn blocking_from_inside_the_runtime_is_a_panic_status_not_an_abort() {
     // `block_on` refuses to run on a runtime thread; the boundary turns that into a status.
-    let status = crate::runtime::block_on(async {
+    let status = idemkit_core::runtime::block_on(async {
         let mut store = std::ptr::null_mut();
         let url = std::ffi::CString::new("memory:").unwrap();
         unsafe { idemkit_store_open(url.as_ptr(), std::ptr::null(), &mut store) }
@@ -85,5 +85,5 @@ fn blocking_from_inside_the_runtime_is_a_panic_status_not_an_abort() {
 #[test]
 fn the_version_is_the_crate_version() {
     let version = unsafe { CStr::from_ptr(idemkit_version()) };
-    assert_eq!(version.to_str().unwrap(), crate::VERSION);
+    assert_eq!(version.to_str().unwrap(), idemkit_core::VERSION);
 }

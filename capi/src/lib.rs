@@ -1,8 +1,10 @@
-//! The C ABI (feature `capi`): status codes, handles and out-parameters over the executor.
+//! The C ABI of idemkit (`libidemkit.so`, `libidemkit.a`): status codes, handles and
+//! out-parameters over the core's executor. This crate is the C library only; Rust programs
+//! depend on the `idemkit` crate itself.
 //!
 //! Every exported function catches panics and answers with an [`IdemkitStatus`]; none aborts
 //! the process. Null pointers and text that is not UTF-8 are refused with a status. The
-//! header `include/idemkit.h` is generated from this module by cbindgen; the doc comments
+//! header `include/idemkit.h` is generated from this crate by cbindgen; the doc comments
 //! here are its documentation.
 //!
 //! The call protocol is two-step, so a C body never runs inside a native frame:
@@ -26,7 +28,10 @@ pub use call::{
     IdemkitCall, IdemkitRecording,
 };
 pub use key::{idemkit_derive_key, IdemkitKeyRequest};
-pub use store::{idemkit_store_free, idemkit_store_open, IdemkitStore, IdemkitStoreOptions};
+pub use store::{
+    idemkit_store_free, idemkit_store_open, idemkit_store_options_default, IdemkitStore,
+    IdemkitStoreOptions,
+};
 pub use tool::{
     idemkit_policy_default, idemkit_tool_free, idemkit_tool_new, IdemkitOnCacheHit, IdemkitPolicy,
     IdemkitStrategy, IdemkitTool,

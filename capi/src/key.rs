@@ -2,11 +2,11 @@
 
 use std::ffi::c_char;
 
-use super::boundary::{copy_out, guard, optional_str, required_str, str_array, Fault};
-use super::call::null_explicit_key;
-use super::tool::IdemkitStrategy;
-use super::IdemkitStatus;
-use crate::key::{canonical_material, derive_key, KeyInput, KeyScope};
+use crate::boundary::{copy_out, guard, optional_str, required_str, str_array, Fault};
+use crate::call::null_explicit_key;
+use crate::tool::IdemkitStrategy;
+use crate::IdemkitStatus;
+use idemkit_core::key::{canonical_material, derive_key, KeyInput, KeyScope};
 
 /// What a key is derived from. Zero-initialise it and set the fields you need:
 ///
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn idemkit_derive_key(
             }
         };
         let invalid =
-            |e: crate::key::KeyError| Fault::new(IdemkitStatus::InvalidKey, e.to_string());
+            |e: idemkit_core::key::KeyError| Fault::new(IdemkitStatus::InvalidKey, e.to_string());
         let key = derive_key(&scope, input, &key_arguments).map_err(invalid)?;
         copy_out(
             &key.hex(),

@@ -3,10 +3,10 @@
 use std::ffi::c_char;
 use std::time::Duration;
 
-use super::boundary::{guard, guard_void, required_str, str_array, Fault};
-use super::IdemkitStatus;
-use crate::error::Error;
-use crate::policy::{KeyStrategy, Policy, RetryBehavior, Tool};
+use crate::boundary::{check_struct_size, guard, guard_void, required_str, str_array, Fault};
+use crate::IdemkitStatus;
+use idemkit_core::error::Error;
+use idemkit_core::policy::{KeyStrategy, Policy, RetryBehavior, Tool};
 
 /// How a tool's keys are derived (SPEC §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,11 +91,18 @@ impl IdemkitOnCacheHit {
     }
 }
 
-/// An idempotency policy (SPEC §1). Fill it with `idemkit_policy_default` and change what you
-/// need; it is validated by `idemkit_tool_new`.
+/// An idempotency policy (SPEC §1). Fill it with
+/// `idemkit_policy_default(&policy, sizeof policy)` and change what you need; it is validated
+/// by `idemkit_tool_new`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct IdemkitPolicy {
+    /// `sizeof(idemkit_policy)` as the program was compiled, set by `idemkit_policy_default`:
+    /// the version of this struct. Later versions of the library only add fields at the end and
+    /// accept the sizes of earlier ones; a size the library does not know (0: the struct was
+    /// not filled by `idemkit_policy_default`, or larger than its own: a newer header than the
+    /// library) is refused with `IDEMKIT_STATUS_INVALID_ARGUMENT`.
+    pub struct_size: usize,
     /// An `idemkit_strategy` code (default `IDEMKIT_STRATEGY_HASH_INPUT`).
     pub strategy: i32,
     /// An `idemkit_on_cache_hit` code (default `IDEMKIT_ON_CACHE_HIT_RETURN_CACHED`).
@@ -121,17 +128,41 @@ pub struct IdemkitTool {
     pub(super) tool: Tool,
 }
 
+/// The sizes of `idemkit_policy` this library reads: its own (see `check_struct_size`).
+const POLICY_SIZES: [usize; 1] = [std::mem::size_of::<IdemkitPolicy>()];
+
+const POLICY_INIT: &str = "idemkit_policy_default(&policy, sizeof policy)";
+
 /// Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
-/// TTL 3600 s, lease 300 s, no key arguments.
+/// TTL 3600 s, lease 300 s, no key arguments; and `policy->struct_size` with `struct_size`.
+///
+/// Pass `sizeof` of your struct: `idemkit_policy_default(&policy, sizeof policy)`. A size the
+/// library does not know (see `idemkit_policy.struct_size`) answers
+/// `IDEMKIT_STATUS_INVALID_ARGUMENT` and writes nothing.
 ///
 /// # Safety
-/// `policy` is NULL or writable.
+/// `policy` is NULL or writable for `struct_size` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn idemkit_policy_default(policy: *mut IdemkitPolicy) -> IdemkitStatus {
+pub unsafe extern "C" fn idemkit_policy_default(
+    policy: *mut IdemkitPolicy,
+    struct_size: usize,
+) -> IdemkitStatus {
     guard(|| {
-        let out = policy.as_mut().ok_or_else(|| Fault::null("policy"))?;
+        if policy.is_null() {
+            return Err(Fault::null("policy"));
+        }
+        check_struct_size(
+            struct_size,
+            &POLICY_SIZES,
+            "struct_size",
+            "idemkit_policy",
+            POLICY_INIT,
+        )?;
+        // The only known size is the whole struct (an older, smaller size would get its prefix).
+        let out = &mut *policy;
         let defaults = Policy::default();
         *out = IdemkitPolicy {
+            struct_size,
             strategy: IdemkitStrategy::from_strategy(defaults.strategy) as i32,
             on_cache_hit: IdemkitOnCacheHit::from_behavior(defaults.on_cache_hit) as i32,
             cache_failures: defaults.cache_failures,
@@ -149,8 +180,9 @@ pub unsafe extern "C" fn idemkit_policy_default(policy: *mut IdemkitPolicy) -> I
 /// body (a body reported after it answers `IDEMKIT_STATUS_TIMEOUT`, see `idemkit_complete`),
 /// and must be shorter than the lease.
 ///
-/// On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy the
-/// library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
+/// On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy whose
+/// `struct_size` the library does not know answers `IDEMKIT_STATUS_INVALID_ARGUMENT`. A policy
+/// the library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
 /// unknown enum code, a timeout not shorter than the lease) answers
 /// `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
 ///
@@ -168,33 +200,41 @@ pub unsafe extern "C" fn idemkit_tool_new(
         let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
         *out = std::ptr::null_mut();
         let name = required_str(name, "name")?;
-        let policy = match policy.as_ref() {
-            None => Policy::default(),
-            Some(p) => {
-                let strategy = IdemkitStrategy::from_code(p.strategy).ok_or_else(|| {
+        let policy = if policy.is_null() {
+            Policy::default()
+        } else {
+            // The size first, read on its own: the rest is read only as a struct it knows.
+            check_struct_size(
+                std::ptr::addr_of!((*policy).struct_size).read(),
+                &POLICY_SIZES,
+                "policy.struct_size",
+                "idemkit_policy",
+                POLICY_INIT,
+            )?;
+            let p = &*policy;
+            let strategy = IdemkitStrategy::from_code(p.strategy).ok_or_else(|| {
                     Fault::from(Error::Configuration(format!(
                         "strategy {} on `{name}` is not an idemkit_strategy; use IDEMKIT_STRATEGY_HASH_INPUT (0) to IDEMKIT_STRATEGY_NONE (3)",
                         p.strategy
                     )))
                 })?;
-                let on_cache_hit = IdemkitOnCacheHit::from_code(p.on_cache_hit).ok_or_else(|| {
+            let on_cache_hit = IdemkitOnCacheHit::from_code(p.on_cache_hit).ok_or_else(|| {
                     Fault::from(Error::Configuration(format!(
                         "on_cache_hit {} on `{name}` is not an idemkit_on_cache_hit; use IDEMKIT_ON_CACHE_HIT_RETURN_CACHED (0) to IDEMKIT_ON_CACHE_HIT_FAIL_FAST (2)",
                         p.on_cache_hit
                     )))
                 })?;
-                let key_arguments = str_array(
-                    p.key_arguments,
-                    p.key_argument_count,
-                    "policy.key_arguments",
-                )?;
-                Policy::new(strategy.strategy())
-                    .with_on_cache_hit(on_cache_hit)
-                    .with_cache_failures(p.cache_failures)
-                    .with_ttl(Duration::from_secs(p.ttl_seconds))
-                    .with_lease(Duration::from_secs(p.lease_seconds))
-                    .with_key_arguments(key_arguments)
-            }
+            let key_arguments = str_array(
+                p.key_arguments,
+                p.key_argument_count,
+                "policy.key_arguments",
+            )?;
+            Policy::new(strategy.strategy())
+                .with_on_cache_hit(on_cache_hit)
+                .with_cache_failures(p.cache_failures)
+                .with_ttl(Duration::from_secs(p.ttl_seconds))
+                .with_lease(Duration::from_secs(p.lease_seconds))
+                .with_key_arguments(key_arguments)
         };
         let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
         let tool = Tool::with_timeout(name, policy, timeout)?;
