@@ -1205,7 +1205,7 @@ static void configuration_errors_are_refused_when_built(void) {
     EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
     policy.lease_seconds = 2;
     EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 2000, &tool), IDEMKIT_STATUS_CONFIGURATION);
-    EXPECT(strstr(last_message(), "shorter than leaseSeconds") != NULL, "message: %s", last_message());
+    EXPECT(strstr(last_message(), "shorter than lease_seconds") != NULL, "message: %s", last_message());
     policy.lease_seconds = 300;
     policy.on_cache_hit = 9;
     EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
