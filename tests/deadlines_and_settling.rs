@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use idemkit::store::{RecordId, StoreOptions};
 use idemkit::testing::random_tenant;
 use idemkit::{
-    derive_key, CallContext, CallError, ErrorKind, EventKind, Executor, Key, KeyInput, KeyScope,
-    KeyStrategy, MemoryStore, Policy, RecordState, Store, Tool,
+    CallContext, CallError, ErrorKind, EventKind, Executor, KeyInput, KeyStrategy, MemoryStore,
+    Policy, RecordState, Store, Tool,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -37,42 +37,6 @@ fn explicit(name: &str, lease: Duration, timeout: Option<Duration>) -> Tool {
         timeout,
     )
     .unwrap()
-}
-
-fn key_of(tool: &Tool, tenant: &str, key: &str) -> Key {
-    let scope = KeyScope {
-        scope: tool.name(),
-        tenant: Some(tenant),
-        run: None,
-    };
-    derive_key(&scope, KeyInput::Explicit(key), &[]).unwrap()
-}
-
-/// Polls the record of `key` in `store` until `check` holds, for up to `within`.
-async fn eventually(
-    store: &Arc<dyn Store>,
-    tenant: &str,
-    key: &Key,
-    within: Duration,
-    what: &str,
-    check: impl Fn(Option<&idemkit::Record>) -> bool,
-) {
-    let id = RecordId {
-        tenant: Some(tenant),
-        key,
-    };
-    let started = Instant::now();
-    loop {
-        let (record, _) = store.get(id).await.unwrap();
-        if check(record.as_ref()) {
-            return;
-        }
-        assert!(
-            started.elapsed() < within,
-            "{what}: not so after {within:?}; the record is {record:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 // ---- rule 3: a waiter at its deadline -------------------------------------------------------
@@ -350,8 +314,8 @@ async fn an_outcome_is_recorded_after_a_one_second_outage_and_the_body_runs_once
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
     proxy.restart().await;
-    let key = key_of(&tool, &tenant, "order-1");
-    eventually(
+    let key = common::explicit_key(&tool, &tenant, "order-1");
+    common::eventually(
         &direct,
         &tenant,
         &key,
@@ -390,8 +354,8 @@ async fn a_failed_body_is_released_after_a_one_second_outage_and_a_retry_runs() 
     assert!(matches!(result, Err(CallError::Body(_))), "{result:?}");
     tokio::time::sleep(Duration::from_secs(1)).await;
     proxy.restart().await;
-    let key = key_of(&tool, &tenant, "order-2");
-    eventually(
+    let key = common::explicit_key(&tool, &tenant, "order-2");
+    common::eventually(
         &direct,
         &tenant,
         &key,
@@ -438,7 +402,7 @@ async fn a_claim_whose_reply_was_lost_is_released_once_the_store_is_back() {
         started.elapsed()
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
-    let key = key_of(&tool, &tenant, "order-3");
+    let key = common::explicit_key(&tool, &tenant, "order-3");
     let id = RecordId {
         tenant: Some(&tenant),
         key: &key,
@@ -450,7 +414,7 @@ async fn a_claim_whose_reply_was_lost_is_released_once_the_store_is_back() {
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
     proxy.restart().await;
-    eventually(
+    common::eventually(
         &direct,
         &tenant,
         &key,
@@ -507,8 +471,8 @@ async fn a_paused_server_never_holds_the_caller_and_the_outcome_lands_after_sigc
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
     server.signal("-CONT");
-    let key = key_of(&tool, &tenant, "invoice-9");
-    eventually(
+    let key = common::explicit_key(&tool, &tenant, "invoice-9");
+    common::eventually(
         &store,
         &tenant,
         &key,
@@ -564,8 +528,8 @@ async fn a_claim_cut_short_by_the_deadline_is_released_once_it_lands() {
     assert!(started.elapsed() >= Duration::from_millis(300));
     tokio::time::sleep(Duration::from_millis(700)).await;
     server.signal("-CONT");
-    let key = key_of(&tool, &tenant, "invoice-10");
-    eventually(
+    let key = common::explicit_key(&tool, &tenant, "invoice-10");
+    common::eventually(
         &store,
         &tenant,
         &key,

@@ -23,9 +23,8 @@ use idemkit::store::{
 };
 use idemkit::testing::random_tenant;
 use idemkit::{
-    derive_key, CallContext, CallError, ErrorKind, Executor, Key, KeyInput, KeyScope, KeyStrategy,
-    ManualClock, MemoryStore, Outcome, Policy, Record, RecordState, Step, Store, StoreError, Token,
-    Tool,
+    CallContext, CallError, ErrorKind, Executor, Key, KeyInput, KeyStrategy, ManualClock,
+    MemoryStore, Outcome, Policy, Record, RecordState, Step, Store, StoreError, Token, Tool,
 };
 use tokio::sync::watch;
 
@@ -48,44 +47,12 @@ fn tool(lease: Duration) -> Tool {
     .unwrap()
 }
 
-fn key_of(tool: &Tool, tenant: &str, key: &str) -> Key {
-    let scope = KeyScope {
-        scope: tool.name(),
-        tenant: Some(tenant),
-        run: None,
-    };
-    derive_key(&scope, KeyInput::Explicit(key), &[]).unwrap()
-}
-
 async fn record(store: &Arc<dyn Store>, tenant: &str, key: &Key) -> Option<Record> {
     let id = RecordId {
         tenant: Some(tenant),
         key,
     };
     store.get(id).await.unwrap().0
-}
-
-/// Polls the record until `check` holds, for up to `within`.
-async fn eventually(
-    store: &Arc<dyn Store>,
-    tenant: &str,
-    key: &Key,
-    within: Duration,
-    what: &str,
-    check: impl Fn(Option<&Record>) -> bool,
-) {
-    let started = Instant::now();
-    loop {
-        let found = record(store, tenant, key).await;
-        if check(found.as_ref()) {
-            return;
-        }
-        assert!(
-            started.elapsed() < within,
-            "{what}: not so after {within:?}; the record is {found:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 /// One call of `tool` under `key` whose body counts its runs and answers `"booked"`.
@@ -125,8 +92,8 @@ async fn a_call_dropped_while_claiming_releases_its_claim(
     .await;
     assert!(dropped.is_err(), "the call answered: {dropped:?}");
     let_go.await;
-    let record_key = key_of(&tool, &tenant, key);
-    eventually(
+    let record_key = common::explicit_key(&tool, &tenant, key);
+    common::eventually(
         store,
         &tenant,
         &record_key,
@@ -168,7 +135,7 @@ async fn a_call_dropped_while_waiting_leaves_nothing(executor: &Executor, store:
     )
     .await;
     assert!(dropped.is_err(), "the waiter answered: {dropped:?}");
-    let record_key = key_of(&tool, &tenant, "room-2");
+    let record_key = common::explicit_key(&tool, &tenant, "room-2");
     let held = record(store, &tenant, &record_key).await.unwrap();
     assert_eq!(
         held.token,
@@ -209,7 +176,7 @@ async fn a_call_dropped_while_its_body_runs_is_a_cancellation(
         _ = started.notified() => {}
     }
     // The call future is dropped here, its body in the middle of running.
-    let record_key = key_of(&tool, &tenant, "room-3");
+    let record_key = common::explicit_key(&tool, &tenant, "room-3");
     let left = record(store, &tenant, &record_key).await.unwrap();
     assert_eq!(left.state, RecordState::InProgress);
     let waiter = Tool::with_timeout(
@@ -374,11 +341,11 @@ async fn memory_a_claim_that_landed_before_the_drop_is_released_when_its_reply_a
     )
     .await;
     assert!(dropped.is_err());
-    let key = key_of(&tool, &tenant, "room-4");
+    let key = common::explicit_key(&tool, &tenant, "room-4");
     let landed = record(&store, &tenant, &key).await.unwrap();
     assert_eq!(landed.state, RecordState::InProgress);
     gated.open();
-    eventually(
+    common::eventually(
         &store,
         &tenant,
         &key,
@@ -431,8 +398,8 @@ async fn memory_a_call_dropped_while_recording_still_records_the_outcome() {
     assert!(dropped.is_err(), "the call answered: {dropped:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     gated.open();
-    let key = key_of(&tool, &tenant, "room-5");
-    eventually(
+    let key = common::explicit_key(&tool, &tenant, "room-5");
+    common::eventually(
         &store,
         &tenant,
         &key,
@@ -499,65 +466,20 @@ async fn redis_a_call_dropped_while_its_body_runs_is_a_cancellation() {
 
 // ---- PostgreSQL -------------------------------------------------------------------------------
 
-/// A table of its own on the shared server, dropped at the end, and a session to lock it.
-struct PgTable {
-    url: String,
-    name: String,
-}
-
-impl PgTable {
-    async fn new(url: &str) -> (PgTable, Arc<dyn Store>) {
-        let name = format!("idemkit_drop_{}", &Token::random().hex()[..12]);
-        let options = StoreOptions {
-            table: Some(name.clone()),
-            ..StoreOptions::default()
-        };
-        let store = idemkit::store::postgres::PostgresStore::connect(url, &options)
-            .await
-            .unwrap();
-        store.create_table_if_missing().await.unwrap();
-        let table = PgTable {
-            url: url.to_owned(),
-            name,
-        };
-        (table, Arc::new(store))
-    }
-}
-
-impl Drop for PgTable {
-    fn drop(&mut self) {
-        let (url, name) = (self.url.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async {
-                if let Ok(client) = raw(&url).await {
-                    let _ = client
-                        .batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
-                        .await;
-                }
-            });
-        })
-        .join();
-    }
-}
-
-async fn raw(url: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-    tokio::spawn(connection);
-    Ok(client)
+/// A table of its own on the shared server (dropped at the end), and a store over it.
+async fn postgres_table(url: &str) -> (common::PgTable, Arc<dyn Store>) {
+    let (table, store) = common::PgTable::new(url, "idemkit_drop").await;
+    (table, Arc::new(store))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_call_dropped_while_claiming_releases_its_claim() {
     let Some(url) = postgres_url() else { return };
-    let (table, store) = PgTable::new(&url).await;
+    let (table, store) = postgres_table(&url).await;
     let executor = Executor::new(store.clone());
     warm_up(&executor).await;
     // Another session locks the table against writes: the claim (an INSERT) waits behind it.
-    let locker = raw(&url).await.unwrap();
+    let locker = common::pg_client(&url).await.unwrap();
     locker
         .batch_execute(&format!(
             "BEGIN; LOCK TABLE {} IN EXCLUSIVE MODE",
@@ -574,7 +496,7 @@ async fn postgres_a_call_dropped_while_claiming_releases_its_claim() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_call_dropped_while_waiting_leaves_nothing() {
     let Some(url) = postgres_url() else { return };
-    let (_table, store) = PgTable::new(&url).await;
+    let (_table, store) = postgres_table(&url).await;
     let executor = Executor::new(store.clone());
     a_call_dropped_while_waiting_leaves_nothing(&executor, &store).await;
 }
@@ -582,7 +504,7 @@ async fn postgres_a_call_dropped_while_waiting_leaves_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_call_dropped_while_its_body_runs_is_a_cancellation() {
     let Some(url) = postgres_url() else { return };
-    let (_table, store) = PgTable::new(&url).await;
+    let (_table, store) = postgres_table(&url).await;
     let executor = Executor::new(store.clone());
     a_call_dropped_while_its_body_runs_is_a_cancellation(
         &executor,

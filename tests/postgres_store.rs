@@ -24,61 +24,11 @@ fn postgres_url() -> Option<String> {
     common::env_url("IDEMKIT_POSTGRES_URL")
 }
 
-/// A table of its own for each test, dropped when the test ends.
-struct TestTable {
-    url: String,
-    name: String,
-}
-
-impl TestTable {
-    async fn new(url: &str) -> (TestTable, PostgresStore) {
-        let name = format!("idemkit_test_{}", &Token::random().hex()[..12]);
-        let store = PostgresStore::connect(url, &table_options(&name))
-            .await
-            .unwrap();
-        store.create_table_if_missing().await.unwrap();
-        (
-            TestTable {
-                url: url.to_owned(),
-                name,
-            },
-            store,
-        )
-    }
-}
-
-impl Drop for TestTable {
-    fn drop(&mut self) {
-        let (url, name) = (self.url.clone(), self.name.clone());
-        // Dropped from a plain thread: a tokio runtime may be shutting down around us.
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async {
-                if let Ok(client) = raw(&url).await {
-                    let _ = client
-                        .batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
-                        .await;
-                }
-            });
-        })
-        .join();
-    }
-}
-
 fn table_options(table: &str) -> StoreOptions {
     StoreOptions {
         table: Some(table.to_owned()),
         ..StoreOptions::default()
     }
-}
-
-async fn raw(url: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-    tokio::spawn(connection);
-    Ok(client)
 }
 
 fn request<'a>(id: RecordId<'a>, token: Token, lease_ms: u64, ttl_ms: u64) -> ClaimRequest<'a> {
@@ -88,7 +38,7 @@ fn request<'a>(id: RecordId<'a>, token: Token, lease_ms: u64, ttl_ms: u64) -> Cl
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_store_passes_the_conformance_suite() {
     let Some(url) = postgres_url() else { return };
-    let (table, store) = TestTable::new(&url).await;
+    let (table, store) = common::PgTable::new(&url, "idemkit_test").await;
     drop(store);
     let store = idemkit::store::open(&url, &table_options(&table.name))
         .await
@@ -100,7 +50,7 @@ async fn postgres_store_passes_the_conformance_suite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_shipped_sql_file_and_create_table_if_missing_make_the_same_table() {
     let Some(url) = postgres_url() else { return };
-    let client = raw(&url).await.unwrap();
+    let client = common::pg_client(&url).await.unwrap();
     let schema = format!("idemkit_schema_{}", &Token::random().hex()[..10]);
     client
         .batch_execute(&format!("CREATE SCHEMA {schema}"))
@@ -258,7 +208,7 @@ async fn a_missing_table_says_how_to_create_it() {
         matches!(reply.claim, Claim::Acquired { .. }),
         "works once the table exists"
     );
-    raw(&url)
+    common::pg_client(&url)
         .await
         .unwrap()
         .batch_execute(&format!("DROP TABLE {name}"))
@@ -269,7 +219,7 @@ async fn a_missing_table_says_how_to_create_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sslmode_is_accepted_where_it_can_be_honoured_and_passwords_stay_hidden() {
     let Some(url) = postgres_url() else { return };
-    let (table, _store) = TestTable::new(&url).await;
+    let (table, _store) = common::PgTable::new(&url, "idemkit_test").await;
     let sep = if url.contains('?') { '&' } else { '?' };
     for mode in ["disable", "prefer"] {
         let store = idemkit::store::open(
@@ -316,7 +266,7 @@ async fn sslmode_is_accepted_where_it_can_be_honoured_and_passwords_stay_hidden(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_tenant_and_the_empty_tenant_are_different_rows() {
     let Some(url) = postgres_url() else { return };
-    let (table, store) = TestTable::new(&url).await;
+    let (table, store) = common::PgTable::new(&url, "idemkit_test").await;
     let key = random_key();
     for tenant in [None, Some(""), Some("acme")] {
         let id = RecordId { tenant, key: &key };
@@ -326,7 +276,7 @@ async fn no_tenant_and_the_empty_tenant_are_different_rows() {
             .unwrap();
         assert!(matches!(reply.claim, Claim::Acquired { .. }), "{tenant:?}");
     }
-    let client = raw(&url).await.unwrap();
+    let client = common::pg_client(&url).await.unwrap();
     let rows: Vec<(Option<String>, String)> = client
         .query(
             &format!(
@@ -355,7 +305,7 @@ async fn no_tenant_and_the_empty_tenant_are_different_rows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claims_have_exactly_one_winner_under_heavy_contention() {
     let Some(url) = postgres_url() else { return };
-    let (_table, store) = TestTable::new(&url).await;
+    let (_table, store) = common::PgTable::new(&url, "idemkit_test").await;
     let store: Arc<dyn Store> = Arc::new(store);
     let tenant = random_tenant();
     for round in 0..12 {
@@ -396,8 +346,8 @@ async fn claims_have_exactly_one_winner_under_heavy_contention() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn purge_and_forget_delete_in_batches() {
     let Some(url) = postgres_url() else { return };
-    let (table, store) = TestTable::new(&url).await;
-    let client = raw(&url).await.unwrap();
+    let (table, store) = common::PgTable::new(&url, "idemkit_test").await;
+    let client = common::pg_client(&url).await.unwrap();
     let tenant = random_tenant();
     let insert = |expired: bool, tenant: &str, n: i32| {
         format!(
@@ -526,7 +476,7 @@ fn via(url: &str, proxy: SocketAddr) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_outage_fails_calls_unrun_and_the_same_store_recovers() {
     let Some(url) = postgres_url() else { return };
-    let (table, _) = TestTable::new(&url).await;
+    let (table, _) = common::PgTable::new(&url, "idemkit_test").await;
     let proxy = Proxy::start(server_address(&url)).await;
     let store = idemkit::store::open(&via(&url, proxy.listen), &table_options(&table.name))
         .await
@@ -636,7 +586,7 @@ async fn child_process_claims_and_hangs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_holder_killed_mid_call_leaves_an_in_progress_claim_that_becomes_indeterminate() {
     let Some(url) = postgres_url() else { return };
-    let (table, _) = TestTable::new(&url).await;
+    let (table, _) = common::PgTable::new(&url, "idemkit_test").await;
     let key = format!("order-{}", Token::random().hex());
     let tenant = random_tenant();
     let spec = format!("{url} {} {key} {tenant}", table.name);
@@ -656,13 +606,13 @@ async fn a_holder_killed_mid_call_leaves_an_in_progress_claim_that_becomes_indet
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_and_list_take_the_tenant_in_nfc_form() {
     let Some(url) = postgres_url() else { return };
-    let (_table, store) = TestTable::new(&url).await;
+    let (_table, store) = common::PgTable::new(&url, "idemkit_test").await;
     common::check_tenants_are_taken_in_nfc_form(Arc::new(store)).await;
 }
 
 /// Inserts `count` completed records for `tenant` claimed an hour or more ago, in one statement.
 async fn write_old_records(url: &str, table: &str, tenant: &str, count: i64) {
-    let client = raw(url).await.unwrap();
+    let client = common::pg_client(url).await.unwrap();
     let seed = Token::random().hex();
     client
         .execute(
@@ -694,12 +644,13 @@ async fn write_old_records(url: &str, table: &str, tenant: &str, count: i64) {
 async fn list_shows_the_newest_records_first_among_30k() {
     let Some(url) = postgres_url() else { return };
     let name = format!("idemkit_test_{}", &Token::random().hex()[..12]);
-    let table = TestTable {
+    // Dropped at the end, like every test's table.
+    let table = common::PgTable {
         url: url.clone(),
         name: name.clone(),
     };
     // The table as 001 made it, without the claimed_at index.
-    let client = raw(&url).await.unwrap();
+    let client = common::pg_client(&url).await.unwrap();
     client
         .batch_execute(&SCHEMA_SQL.replace("idemkit_records", &name))
         .await
@@ -745,14 +696,14 @@ async fn list_shows_the_newest_records_first_among_30k() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_operation_works_at_once_after_the_server_ends_its_sessions() {
     let Some(url) = postgres_url() else { return };
-    let (table, _) = TestTable::new(&url).await;
+    let (table, _) = common::PgTable::new(&url, "idemkit_test").await;
     let app = format!("idemkit_restart_{}", &Token::random().hex()[..10]);
     let separator = if url.contains('?') { '&' } else { '?' };
     let store_url = format!("{url}{separator}application_name={app}");
     let store = PostgresStore::connect(&store_url, &table_options(&table.name))
         .await
         .unwrap();
-    let admin = raw(&url).await.unwrap();
+    let admin = common::pg_client(&url).await.unwrap();
     let tenant = random_tenant();
     // Several connections, as concurrent callers open them.
     common::claim_many(
@@ -1073,8 +1024,8 @@ async fn every_operation_works_at_once_after_a_server_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn completions_are_hot_updates() {
     let Some(url) = postgres_url() else { return };
-    let (table, store) = TestTable::new(&url).await;
-    let client = raw(&url).await.unwrap();
+    let (table, store) = common::PgTable::new(&url, "idemkit_test").await;
+    let client = common::pg_client(&url).await.unwrap();
     const CALLS: i64 = 40;
     for _ in 0..CALLS {
         let key = random_key();

@@ -240,74 +240,6 @@ async fn redis_connect_timeout_from_the_url() {
 
 // ---- PostgreSQL -------------------------------------------------------------------------------
 
-/// A table of its own on the shared server, dropped at the end.
-struct PgTable {
-    url: String,
-    name: String,
-}
-
-impl PgTable {
-    async fn new(url: &str) -> PgTable {
-        let name = format!("idemkit_settings_{}", &Token::random().hex()[..12]);
-        let client = raw(url).await;
-        client
-            .batch_execute(&idemkit::store::postgres::schema_sql(&name).unwrap())
-            .await
-            .unwrap();
-        PgTable {
-            url: url.to_owned(),
-            name,
-        }
-    }
-
-    fn options(&self) -> StoreOptions {
-        StoreOptions {
-            table: Some(self.name.clone()),
-            ..StoreOptions::default()
-        }
-    }
-
-    /// A session holding the table locked against writes until it commits.
-    async fn lock(&self) -> tokio_postgres::Client {
-        let locker = raw(&self.url).await;
-        locker
-            .batch_execute(&format!(
-                "BEGIN; LOCK TABLE {} IN EXCLUSIVE MODE",
-                self.name
-            ))
-            .await
-            .unwrap();
-        locker
-    }
-}
-
-impl Drop for PgTable {
-    fn drop(&mut self) {
-        let (url, name) = (self.url.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async {
-                let client = raw(&url).await;
-                let _ = client
-                    .batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
-                    .await;
-            });
-        })
-        .join();
-    }
-}
-
-async fn raw(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-}
-
 fn claim_request(key: &idemkit::Key) -> idemkit::store::ClaimRequest<'_> {
     common::claim_request(
         RecordId { tenant: None, key },
@@ -321,7 +253,7 @@ fn claim_request(key: &idemkit::Key) -> idemkit::store::ClaimRequest<'_> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_statement_timeout_from_the_url_and_from_the_options() {
     let Some(url) = postgres_url() else { return };
-    let table = PgTable::new(&url).await;
+    let (table, _) = common::PgTable::new(&url, "idemkit_settings").await;
     for (url, options, timeout_ms) in [
         (
             with_query(&url, "statement_timeout_ms=300"),
@@ -380,14 +312,14 @@ async fn sessions(admin: &tokio_postgres::Client, application: &str) -> i64 {
 
 /// 12 concurrent claims wait behind a lock: the store opens `expected` connections, no more.
 async fn connections_under_load(
-    table: &PgTable,
+    table: &common::PgTable,
     url: &str,
     options: StoreOptions,
     application: &str,
     expected: i64,
 ) {
     let store = idemkit::store::open(url, &options).await.unwrap();
-    let admin = raw(&table.url).await;
+    let admin = common::pg_client(&table.url).await.unwrap();
     // The session that checked the table when the store opened is closed by now.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let lock = table.lock().await;
@@ -416,7 +348,7 @@ async fn connections_under_load(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_pool_size_from_the_url_and_from_the_options() {
     let Some(url) = postgres_url() else { return };
-    let table = PgTable::new(&url).await;
+    let (table, _) = common::PgTable::new(&url, "idemkit_settings").await;
     let application = format!("idemkit_pool_{}", &Token::random().hex()[..8]);
     let by_url = with_query(&url, &format!("pool_size=3&application_name={application}"));
     connections_under_load(&table, &by_url, table.options(), &application, 3).await;

@@ -723,3 +723,120 @@ impl Drop for PrivatePostgres {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// The key of `tool` for the explicit key `key` under `tenant`.
+pub fn explicit_key(tool: &Tool, tenant: &str, key: &str) -> idemkit::Key {
+    let scope = idemkit::KeyScope {
+        scope: tool.name(),
+        tenant: Some(tenant),
+        run: None,
+    };
+    idemkit::derive_key(&scope, idemkit::KeyInput::Explicit(key), &[]).unwrap()
+}
+
+/// Polls the record of `key` under `tenant` in `store` until `check` holds, for up to `within`;
+/// fails naming `what` and the record last seen.
+pub async fn eventually(
+    store: &Arc<dyn Store>,
+    tenant: &str,
+    key: &idemkit::Key,
+    within: Duration,
+    what: &str,
+    check: impl Fn(Option<&idemkit::Record>) -> bool,
+) {
+    let id = RecordId {
+        tenant: Some(tenant),
+        key,
+    };
+    let started = Instant::now();
+    loop {
+        let (record, _) = store.get(id).await.unwrap();
+        if check(record.as_ref()) {
+            return;
+        }
+        assert!(
+            started.elapsed() < within,
+            "{what}: not so after {within:?}; the record is {record:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A plain client of the PostgreSQL server at `url` (its connection runs on the current runtime).
+#[cfg(feature = "postgres")]
+pub async fn pg_client(url: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+/// A PostgreSQL table of a test's own (`<prefix>_<12 hex digits>`), made by the library's
+/// `create_table_if_missing()` and dropped when this is dropped.
+#[cfg(feature = "postgres")]
+pub struct PgTable {
+    pub url: String,
+    pub name: String,
+}
+
+#[cfg(feature = "postgres")]
+impl PgTable {
+    /// A new table on the server at `url`, and a store over it.
+    pub async fn new(
+        url: &str,
+        prefix: &str,
+    ) -> (PgTable, idemkit::store::postgres::PostgresStore) {
+        let name = format!("{prefix}_{}", &Token::random().hex()[..12]);
+        let table = PgTable {
+            url: url.to_owned(),
+            name,
+        };
+        let store = idemkit::store::postgres::PostgresStore::connect(url, &table.options())
+            .await
+            .unwrap();
+        store.create_table_if_missing().await.unwrap();
+        (table, store)
+    }
+
+    /// Store options naming this table.
+    pub fn options(&self) -> StoreOptions {
+        StoreOptions {
+            table: Some(self.name.clone()),
+            ..StoreOptions::default()
+        }
+    }
+
+    /// A session holding the table locked against writes until it commits or goes away.
+    pub async fn lock(&self) -> tokio_postgres::Client {
+        let locker = pg_client(&self.url).await.unwrap();
+        locker
+            .batch_execute(&format!(
+                "BEGIN; LOCK TABLE {} IN EXCLUSIVE MODE",
+                self.name
+            ))
+            .await
+            .unwrap();
+        locker
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Drop for PgTable {
+    fn drop(&mut self) {
+        let (url, name) = (self.url.clone(), self.name.clone());
+        // Dropped from a plain thread: a tokio runtime may be shutting down around us.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                if let Ok(client) = pg_client(&url).await {
+                    let _ = client
+                        .batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
