@@ -254,16 +254,7 @@ final class RegisteredAction {
             try {
                 mapper.readerFor(p.type).readValue(value);
             } catch (java.io.IOException | IllegalArgumentException e) {
-                throw new IllegalArgumentException(
-                        "argument `"
-                                + p.name
-                                + "` of `"
-                                + name
-                                + "` does not convert to "
-                                + p.type.toCanonical()
-                                + ": "
-                                + e.getMessage(),
-                        e);
+                throw Registrar.notConvertible(p.name, name, p.type, e);
             }
         }
 

@@ -354,16 +354,7 @@ final class RegisteredTool {
         try {
             return mapper.convertValue(value, p.type);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(
-                    "argument `"
-                            + describe(p)
-                            + "` of `"
-                            + name
-                            + "` does not convert to "
-                            + p.type.toCanonical()
-                            + ": "
-                            + e.getMessage(),
-                    e);
+            throw Registrar.notConvertible(describe(p), name, p.type, e);
         }
     }
 
@@ -371,16 +362,7 @@ final class RegisteredTool {
         try {
             return mapper.readerFor(p.type).readValue(value);
         } catch (java.io.IOException | IllegalArgumentException e) {
-            throw new IllegalArgumentException(
-                    "argument `"
-                            + describe(p)
-                            + "` of `"
-                            + name
-                            + "` does not convert to "
-                            + p.type.toCanonical()
-                            + ": "
-                            + e.getMessage(),
-                    e);
+            throw Registrar.notConvertible(describe(p), name, p.type, e);
         }
     }
 

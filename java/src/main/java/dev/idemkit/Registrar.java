@@ -261,6 +261,27 @@ final class Registrar {
         return new IdempotentInvoker.NativeTool(name, p.strategy(), handle);
     }
 
+    /**
+     * An argument that does not convert to its parameter's type: names the parameter, the tool and
+     * the type, with the converter's reason.
+     */
+    static IllegalArgumentException notConvertible(
+            String parameter,
+            String tool,
+            com.fasterxml.jackson.databind.JavaType type,
+            Exception reason) {
+        return new IllegalArgumentException(
+                "argument `"
+                        + parameter
+                        + "` of `"
+                        + tool
+                        + "` does not convert to "
+                        + type.toCanonical()
+                        + ": "
+                        + reason.getMessage(),
+                reason);
+    }
+
     private static String[] typeNames(Class<?>[] types) {
         String[] names = new String[types.length];
         for (int i = 0; i < types.length; i++) {
