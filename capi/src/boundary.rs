@@ -186,6 +186,9 @@ fn c_name(setting: idemkit_core::error::Setting) -> &'static str {
         Setting::Timeout => "timeout_ms",
         Setting::KeyArguments => "key_arguments",
         Setting::CacheFailures => "cache_failures",
+        Setting::Effect => "effect",
+        Setting::NoEffectErrors => "no_effect_errors",
+        Setting::PermanentErrors => "permanent_errors",
         other => other.rust_name(),
     }
 }

@@ -14,6 +14,7 @@ use idemkit_core::executor::{
     Answer, Attempt, BodyReport, CallContext, Executor, RawInput, Recording, Step, SuppliedKey,
 };
 use idemkit_core::key::KeyError;
+use idemkit_core::policy::FailureClass;
 use idemkit_core::record::Failure;
 use idemkit_core::runtime;
 
@@ -76,9 +77,47 @@ pub enum IdemkitRecording {
     /// The outcome could not be recorded (the reason is the thread's last error). The body's
     /// result still stands; the claim is left to become abandoned, never run again silently.
     Failed = 2,
-    /// The claim was released (a failure without `cache_failures`, or `idemkit_release_unrun`):
-    /// the next call runs.
+    /// The claim was released (a failure without `cache_failures`, a failure classified as
+    /// having had no effect, or `idemkit_release_unrun`): the next call runs.
     Released = 3,
+    /// The failure of an `EFFECTFUL` tool's body is held (SPEC v1.1 rule 7): recorded as an
+    /// indeterminate outcome, so this call's status and every repeat's is
+    /// `IDEMKIT_STATUS_INDETERMINATE` until an operator resolves the record
+    /// (`idemkit resolve`) or it expires. The body is never run again for this key meanwhile.
+    Held = 4,
+}
+
+/// What the caller knows about a failure of its body, for `idemkit_fail_as` (SPEC v1.1
+/// rule 7). The executor settles the failure by it and the tool's policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum IdemkitFailureClass {
+    /// Nothing beyond its error type: settled by the policy's `no_effect_errors` and
+    /// `permanent_errors` lists, then by its `effect` (as `idemkit_fail` does).
+    Unknown = 0,
+    /// Known to have had no effect (the request never left, a validation error): the claim is
+    /// released and the call may run again, whatever the tool's effect.
+    NoEffect = 1,
+    /// Permanent, and its effect is known (a declined card): recorded as a failure, so repeats
+    /// get `IDEMKIT_ANSWER_CACHED_FAILURE` (under `RETURN_CACHED`), even without
+    /// `cache_failures`.
+    Permanent = 2,
+}
+
+impl IdemkitFailureClass {
+    fn from_code(code: i32) -> Option<Option<FailureClass>> {
+        [
+            (IdemkitFailureClass::Unknown, None),
+            (IdemkitFailureClass::NoEffect, Some(FailureClass::NoEffect)),
+            (
+                IdemkitFailureClass::Permanent,
+                Some(FailureClass::Permanent),
+            ),
+        ]
+        .into_iter()
+        .find(|(c, _)| *c as i32 == code)
+        .map(|(_, class)| class)
+    }
 }
 
 /// Starts a call of `tool` on `store` (SPEC §3): derives the key, claims it, and answers in
@@ -303,8 +342,9 @@ unsafe fn report(
     call.finished = true;
     let reported = runtime::block_on(call.executor.report(&mut call.attempt, body));
     let recording = match reported.recording {
-        // A held failure is recorded (as an indeterminate outcome); the status says so.
-        Recording::Recorded | Recording::Held => IdemkitRecording::Recorded,
+        Recording::Recorded => IdemkitRecording::Recorded,
+        // Recorded as an indeterminate outcome; the status is INDETERMINATE.
+        Recording::Held => IdemkitRecording::Held,
         Recording::Released => IdemkitRecording::Released,
         // A C body is never cancelled by the library: a call freed unreported stays in progress.
         Recording::Unprotected | Recording::LeftInProgress => IdemkitRecording::Unprotected,
@@ -367,11 +407,18 @@ pub unsafe extern "C" fn idemkit_complete(
     })
 }
 
-/// Reports a body that failed with an error of type `error_type` and `message` (UTF-8). With
-/// the policy's `cache_failures` the failure is recorded (repeats get it as a cached failure);
-/// otherwise the claim is released so that a retry runs again (`IDEMKIT_RECORDING_RELEASED`).
-/// `out_recording` (may be NULL) says what became of it; the status is OK even when the store
-/// could not be told, and `IDEMKIT_STATUS_TIMEOUT` past the deadline (see `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
+/// Reports a body that failed with an error of type `error_type` and `message` (UTF-8); the
+/// same as `idemkit_fail_as` with `IDEMKIT_FAILURE_CLASS_UNKNOWN`. The tool's policy decides what
+/// becomes of it (SPEC v1.1 rule 7): an error type in `no_effect_errors` is released, one in
+/// `permanent_errors` is recorded; otherwise an `IDEMPOTENT` (default) or `READ_ONLY` tool's
+/// failure is recorded with `cache_failures` (repeats get it as a cached failure) and released
+/// without (`IDEMKIT_RECORDING_RELEASED`: the next call runs again), and an `EFFECTFUL` tool's
+/// failure is held (`IDEMKIT_RECORDING_HELD`, status `IDEMKIT_STATUS_INDETERMINATE`).
+/// `out_recording` (may be NULL) says what became of it, whatever the status; the status is OK
+/// even when the store could not be told, `IDEMKIT_STATUS_INDETERMINATE` for a held failure
+/// (hand your caller that, with the body's error as its cause), and `IDEMKIT_STATUS_TIMEOUT`
+/// past the deadline (see `idemkit_complete`). The call is finished afterwards; free it with
+/// `idemkit_call_free`.
 ///
 /// # Safety
 /// `call` is NULL or a live call handle not used by another thread; `error_type` and `message`
@@ -390,6 +437,58 @@ pub unsafe extern "C" fn idemkit_fail(
             required_str(message, "message")?,
         );
         report(call, BodyReport::Failed(&failure), out_recording)
+    })
+}
+
+/// Reports a body that failed, like `idemkit_fail`, and what the caller knows about the
+/// failure: `failure_class` is an `idemkit_failure_class` code (SPEC v1.1 rule 7).
+///
+/// - `IDEMKIT_FAILURE_CLASS_UNKNOWN`: exactly `idemkit_fail`: the policy's lists, then its effect,
+///   decide.
+/// - `IDEMKIT_FAILURE_CLASS_NO_EFFECT`: the claim is released (`IDEMKIT_RECORDING_RELEASED`), even
+///   for an `EFFECTFUL` tool: the next call runs.
+/// - `IDEMKIT_FAILURE_CLASS_PERMANENT`: the failure is recorded (`IDEMKIT_RECORDING_RECORDED`), even
+///   without `cache_failures`: repeats get `IDEMKIT_ANSWER_CACHED_FAILURE` under
+///   `RETURN_CACHED`.
+///
+/// An `EFFECTFUL` tool's failure of class `UNKNOWN` (not in either list) is held: the status
+/// is `IDEMKIT_STATUS_INDETERMINATE`, `*out_recording` is `IDEMKIT_RECORDING_HELD`, and a
+/// repeat's `idemkit_begin` answers `IDEMKIT_STATUS_INDETERMINATE` without running. A code
+/// that is not an `idemkit_failure_class` answers `IDEMKIT_STATUS_INVALID_ARGUMENT` and the call
+/// stays open. Otherwise as `idemkit_fail`.
+///
+/// # Safety
+/// As `idemkit_fail`.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_fail_as(
+    call: *mut IdemkitCall,
+    error_type: *const c_char,
+    message: *const c_char,
+    failure_class: i32,
+    out_recording: *mut IdemkitRecording,
+) -> IdemkitStatus {
+    guard(|| {
+        let call = open_call(call)?;
+        let class = IdemkitFailureClass::from_code(failure_class).ok_or_else(|| {
+            Fault::invalid(format!(
+                "failure_class {failure_class} for `{}` is not an idemkit_failure_class; use IDEMKIT_FAILURE_CLASS_UNKNOWN (0), IDEMKIT_FAILURE_CLASS_NO_EFFECT (1) or IDEMKIT_FAILURE_CLASS_PERMANENT (2)",
+                call.attempt.tool().name()
+            ))
+        })?;
+        let failure = Failure::new(
+            required_str(error_type, "error_type")?,
+            required_str(message, "message")?,
+        );
+        let types = [failure.error_type.clone()];
+        report(
+            call,
+            BodyReport::FailedAs {
+                failure: &failure,
+                types: &types,
+                class,
+            },
+            out_recording,
+        )
     })
 }
 
