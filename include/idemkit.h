@@ -558,6 +558,22 @@ typedef struct idemkit_policy {
    * How many names `permanent_errors` holds.
    */
   size_t permanent_error_count;
+  /**
+   * Retries (SPEC v1.1 rule 8): how many runs in all a failed call may get, the first
+   * included (default 0: no retry policy, as 1). Only failures the library releases are
+   * retried (`READ_ONLY`, `IDEMPOTENT` without `cache_failures`, and failures of class
+   * `NO_EFFECT`); held and recorded ones never are. See `idemkit_call_retry`.
+   */
+  uint32_t retry_max_attempts;
+  /**
+   * The pause before the first retry, in milliseconds (default 100); it doubles per retry up
+   * to `retry_max_backoff_ms`, each pause drawn at random between half of it and all of it.
+   */
+  uint64_t retry_initial_backoff_ms;
+  /**
+   * The longest pause, in milliseconds (default 2000; not shorter than the first).
+   */
+  uint64_t retry_max_backoff_ms;
 } idemkit_policy;
 
 #ifdef __cplusplus
@@ -653,6 +669,48 @@ idemkit_status idemkit_begin(const struct idemkit_store *store,
                              struct idemkit_begin_result *out);
 
 /**
+ * Asks whether a failed call runs again (SPEC v1.1 rule 8), after `idemkit_fail` or
+ * `idemkit_fail_as` answered: the library decides, by the tool's retry policy
+ * (`retry_max_attempts`), the failure's settlement and the deadline; the caller only asks.
+ *
+ * With status OK, `out->answer` is:
+ * - `IDEMKIT_ANSWER_NONE`: no retry (no retry policy, no runs left, a failure that is held or
+ *   recorded, a pause that would end past the deadline). The call is finished; hand your
+ *   caller the failure you reported.
+ * - `IDEMKIT_ANSWER_EXECUTE`: run the body again, under the same key (`out->key`) and the same
+ *   call handle, then report it with `idemkit_complete` or `idemkit_fail`/`idemkit_fail_as`
+ *   as before, and ask again after a failure.
+ * - `IDEMKIT_ANSWER_CACHED_SUCCESS` or `IDEMKIT_ANSWER_CACHED_FAILURE`: another caller settled
+ *   the key meanwhile; use its outcome as `idemkit_begin`'s. The call is finished.
+ *
+ * Otherwise the status says why nothing may run, as for `idemkit_begin` (the call is
+ * finished). `*out` is always overwritten (free its strings with
+ * `idemkit_begin_result_clear`).
+ *
+ * **Blocking.** Before it claims the key again this function sleeps what is left of the
+ * pause the library chose (see `idemkit_call_retry_pause`; a caller that waited it out
+ * elsewhere does not wait again), then blocks as `idemkit_begin` does while another caller
+ * holds the key. A call freed instead of retried is safe: its claim was already released.
+ *
+ * # Safety
+ * `call` is NULL or a live call handle not used by another thread; `out` is NULL or
+ * writable.
+ */
+idemkit_status idemkit_call_retry(struct idemkit_call *call,
+                                  struct idemkit_begin_result *out);
+
+/**
+ * The pause before the retry that is due, for a caller that waits in its own loop before
+ * `idemkit_call_retry`: `*out_ms` is the milliseconds left of it (0: it may run now), or -1
+ * when no retry is due (`idemkit_call_retry` would answer `IDEMKIT_ANSWER_NONE`).
+ *
+ * # Safety
+ * `call` is NULL or a live call handle; `out_ms` is NULL or writable.
+ */
+idemkit_status idemkit_call_retry_pause(const struct idemkit_call *call,
+                                        int64_t *out_ms);
+
+/**
  * Frees the strings of a begin result and sets them to NULL; the struct itself belongs to
  * the caller. NULL is accepted and ignored, and so is a cleared result.
  *
@@ -715,8 +773,9 @@ idemkit_status idemkit_complete(struct idemkit_call *call,
  * `out_recording` (may be NULL) says what became of it, whatever the status; the status is OK
  * even when the store could not be told, `IDEMKIT_STATUS_INDETERMINATE` for a held failure
  * (hand your caller that, with the body's error as its cause), and `IDEMKIT_STATUS_TIMEOUT`
- * past the deadline (see `idemkit_complete`). The call is finished afterwards; free it with
- * `idemkit_call_free`.
+ * past the deadline (see `idemkit_complete`). With a retry policy on the tool
+ * (`retry_max_attempts`), ask `idemkit_call_retry` next: it says whether the body runs again.
+ * The call is finished afterwards; free it with `idemkit_call_free`.
  *
  * # Safety
  * `call` is NULL or a live call handle not used by another thread; `error_type` and `message`
@@ -864,7 +923,8 @@ void idemkit_store_free(struct idemkit_store *store);
 
 /**
  * Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
- * TTL 3600 s, lease 300 s, no key arguments, effect `IDEMPOTENT`, no error lists; and
+ * TTL 3600 s, lease 300 s, no key arguments, effect `IDEMPOTENT`, no error lists, no retries
+ * (backoff 100 ms to 2000 ms once `retry_max_attempts` is set); and
  * `policy->struct_size` with `struct_size`. A program compiled against the 1.0 header passes
  * the 1.0 size, and only the 1.0 fields are written.
  *
@@ -888,7 +948,8 @@ idemkit_status idemkit_policy_default(struct idemkit_policy *policy,
  * `struct_size` the library does not know answers `IDEMKIT_STATUS_INVALID_ARGUMENT`. A policy
  * the library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
  * unknown enum code, a timeout not shorter than the lease, `READ_ONLY` with `cache_failures`
- * or `permanent_errors`, an empty error type name, or one in both lists) answers
+ * or `permanent_errors`, an empty error type name, or one in both lists, a
+ * `retry_max_backoff_ms` shorter than `retry_initial_backoff_ms`) answers
  * `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
  *
  * # Safety

@@ -189,6 +189,9 @@ fn c_name(setting: idemkit_core::error::Setting) -> &'static str {
         Setting::Effect => "effect",
         Setting::NoEffectErrors => "no_effect_errors",
         Setting::PermanentErrors => "permanent_errors",
+        Setting::MaxAttempts => "retry_max_attempts",
+        Setting::InitialBackoff => "retry_initial_backoff_ms",
+        Setting::MaxBackoff => "retry_max_backoff_ms",
         other => other.rust_name(),
     }
 }

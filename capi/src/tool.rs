@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::boundary::{check_struct_size, guard, guard_void, required_str, str_array, Fault};
 use crate::IdemkitStatus;
 use idemkit_core::error::Error;
-use idemkit_core::policy::{Effect, KeyStrategy, Policy, RetryBehavior, Tool};
+use idemkit_core::policy::{Effect, KeyStrategy, Policy, RetryBehavior, RetryPolicy, Tool};
 
 /// How a tool's keys are derived (SPEC §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +177,16 @@ pub struct IdemkitPolicy {
     pub permanent_errors: *const *const c_char,
     /// How many names `permanent_errors` holds.
     pub permanent_error_count: usize,
+    /// Retries (SPEC v1.1 rule 8): how many runs in all a failed call may get, the first
+    /// included (default 0: no retry policy, as 1). Only failures the library releases are
+    /// retried (`READ_ONLY`, `IDEMPOTENT` without `cache_failures`, and failures of class
+    /// `NO_EFFECT`); held and recorded ones never are. See `idemkit_call_retry`.
+    pub retry_max_attempts: u32,
+    /// The pause before the first retry, in milliseconds (default 100); it doubles per retry up
+    /// to `retry_max_backoff_ms`, each pause drawn at random between half of it and all of it.
+    pub retry_initial_backoff_ms: u64,
+    /// The longest pause, in milliseconds (default 2000; not shorter than the first).
+    pub retry_max_backoff_ms: u64,
 }
 
 /// `idemkit_policy` as idemkit 1.0 knew it: the prefix of the current struct that a program
@@ -203,6 +213,8 @@ const _: () =
 #[derive(Debug)]
 pub struct IdemkitTool {
     pub(super) tool: Tool,
+    /// How its calls' failures are retried (`retry_max_attempts` > 0).
+    pub(super) retry: Option<RetryPolicy>,
 }
 
 /// The size of `idemkit_policy` in idemkit 1.0.
@@ -216,6 +228,8 @@ impl IdemkitPolicy {
     /// The SPEC defaults, sized as the current struct.
     fn defaults() -> IdemkitPolicy {
         let defaults = Policy::default();
+        let retry = RetryPolicy::default();
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         IdemkitPolicy {
             struct_size: std::mem::size_of::<IdemkitPolicy>(),
             strategy: IdemkitStrategy::from_strategy(defaults.strategy) as i32,
@@ -230,6 +244,9 @@ impl IdemkitPolicy {
             no_effect_error_count: 0,
             permanent_errors: std::ptr::null(),
             permanent_error_count: 0,
+            retry_max_attempts: 0,
+            retry_initial_backoff_ms: millis(retry.initial_backoff),
+            retry_max_backoff_ms: millis(retry.max_backoff),
         }
     }
 
@@ -275,7 +292,8 @@ impl IdemkitPolicy {
 const POLICY_INIT: &str = "idemkit_policy_default(&policy, sizeof policy)";
 
 /// Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
-/// TTL 3600 s, lease 300 s, no key arguments, effect `IDEMPOTENT`, no error lists; and
+/// TTL 3600 s, lease 300 s, no key arguments, effect `IDEMPOTENT`, no error lists, no retries
+/// (backoff 100 ms to 2000 ms once `retry_max_attempts` is set); and
 /// `policy->struct_size` with `struct_size`. A program compiled against the 1.0 header passes
 /// the 1.0 size, and only the 1.0 fields are written.
 ///
@@ -324,7 +342,8 @@ pub unsafe extern "C" fn idemkit_policy_default(
 /// `struct_size` the library does not know answers `IDEMKIT_STATUS_INVALID_ARGUMENT`. A policy
 /// the library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
 /// unknown enum code, a timeout not shorter than the lease, `READ_ONLY` with `cache_failures`
-/// or `permanent_errors`, an empty error type name, or one in both lists) answers
+/// or `permanent_errors`, an empty error type name, or one in both lists, a
+/// `retry_max_backoff_ms` shorter than `retry_initial_backoff_ms`) answers
 /// `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
 ///
 /// # Safety
@@ -341,6 +360,7 @@ pub unsafe extern "C" fn idemkit_tool_new(
         let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
         *out = std::ptr::null_mut();
         let name = required_str(name, "name")?;
+        let mut retry = None;
         let policy = if policy.is_null() {
             Policy::default()
         } else {
@@ -387,6 +407,16 @@ pub unsafe extern "C" fn idemkit_tool_new(
                 p.permanent_error_count,
                 "policy.permanent_errors",
             )?;
+            if p.retry_max_attempts > 0 {
+                let policy = RetryPolicy::attempts(p.retry_max_attempts).with_backoff(
+                    Duration::from_millis(p.retry_initial_backoff_ms),
+                    Duration::from_millis(p.retry_max_backoff_ms),
+                );
+                policy
+                    .validate()
+                    .map_err(|e| Fault::from(e).context(&format!("`{name}`")))?;
+                retry = Some(policy);
+            }
             Policy::new(strategy.strategy())
                 .with_on_cache_hit(on_cache_hit)
                 .with_cache_failures(p.cache_failures)
@@ -399,7 +429,7 @@ pub unsafe extern "C" fn idemkit_tool_new(
         };
         let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
         let tool = Tool::with_timeout(name, policy, timeout)?;
-        *out = Box::into_raw(Box::new(IdemkitTool { tool }));
+        *out = Box::into_raw(Box::new(IdemkitTool { tool, retry }));
         Ok(())
     })
 }

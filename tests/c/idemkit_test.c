@@ -1515,6 +1515,145 @@ static void a_policy_of_the_1_0_size_is_accepted_with_defaults_for_the_new_field
     EXPECT_STATUS(idemkit_policy_default(&current, sizeof buffer.old + 8), IDEMKIT_STATUS_INVALID_ARGUMENT);
 }
 
+/* ---- retries (SPEC v1.1 rule 8) -------------------------------------------------------- */
+
+/* Runs a call whose body fails `failures` times and then succeeds, asking idemkit_call_retry
+ * after every failure; answers how often the body ran. The library decides every retry. */
+static int runs_with_retries(idemkit_store *store, idemkit_tool *tool, const char *tenant, const char *input,
+                             int failures, int32_t failure_class, idemkit_status *last_status) {
+    idemkit_call *call = execute_on(store, tool, tenant, input);
+    int runs = 0;
+    while (call) {
+        runs++;
+        idemkit_status status;
+        if (runs > failures) {
+            status = idemkit_complete(call, "{\"ok\":true}", NULL);
+        } else {
+            status = idemkit_fail_as(call, "Unavailable", "try later", failure_class, NULL);
+        }
+        *last_status = status;
+        int64_t pause = -2;
+        EXPECT_STATUS(idemkit_call_retry_pause(call, &pause), IDEMKIT_STATUS_OK);
+        idemkit_begin_result r;
+        EXPECT_STATUS(idemkit_call_retry(call, &r), IDEMKIT_STATUS_OK);
+        EXPECT((pause >= 0) == (r.answer == IDEMKIT_ANSWER_EXECUTE), "pause %" PRId64 " and answer %d agree", pause,
+               (int)r.answer);
+        EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE || r.answer == IDEMKIT_ANSWER_NONE, "answer %d", (int)r.answer);
+        EXPECT(r.answer != IDEMKIT_ANSWER_EXECUTE || strlen(r.key) == 64, "key \"%s\"", r.key);
+        idemkit_begin_result_clear(&r);
+        if (r.answer != IDEMKIT_ANSWER_EXECUTE || runs > 10) {
+            idemkit_call_free(call);
+            call = NULL;
+        }
+    }
+    return runs;
+}
+
+static void retries_on(idemkit_store *store, const char *tenant) {
+    if (!store) return;
+    idemkit_policy policy = policy_with_effect(IDEMKIT_EFFECT_IDEMPOTENT);
+    policy.retry_max_attempts = 3;
+    policy.retry_initial_backoff_ms = 1;
+    policy.retry_max_backoff_ms = 5;
+    idemkit_tool *tool = make_tool("send_email", &policy, 0);
+    idemkit_status status = IDEMKIT_STATUS_PANIC;
+
+    /* A released failure runs again, up to 3 runs in all. */
+    int runs = runs_with_retries(store, tool, tenant, "{\"r\":1}", 5, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
+    EXPECT(runs == 3, "runs %d", runs);
+    EXPECT_STATUS(status, IDEMKIT_STATUS_OK);
+    /* Two failures, then a success: recorded, and a repeat replays it. */
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":2}", 2, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
+    EXPECT(runs == 3, "runs %d", runs);
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, "{\"r\":2}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS, "answer %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    /* A permanent failure is recorded, never retried. */
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":3}", 5, IDEMKIT_FAILURE_CLASS_PERMANENT, &status);
+    EXPECT(runs == 1, "runs %d", runs);
+    idemkit_tool_free(tool);
+
+    /* A held failure is never retried; one known to have had no effect is. */
+    policy.effect = IDEMKIT_EFFECT_EFFECTFUL;
+    tool = make_tool("charge", &policy, 0);
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":4}", 5, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
+    EXPECT(runs == 1, "runs %d", runs);
+    EXPECT_STATUS(status, IDEMKIT_STATUS_INDETERMINATE);
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":5}", 5, IDEMKIT_FAILURE_CLASS_NO_EFFECT, &status);
+    EXPECT(runs == 3, "runs %d", runs);
+    idemkit_tool_free(tool);
+
+    /* Without a retry policy nothing is retried. */
+    policy = policy_with_effect(IDEMKIT_EFFECT_IDEMPOTENT);
+    tool = make_tool("send_email", &policy, 0);
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":6}", 5, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
+    EXPECT(runs == 1, "runs %d", runs);
+    idemkit_tool_free(tool);
+}
+
+static void retries_are_decided_by_the_library(void) {
+    idemkit_store *store = memory_store();
+    retries_on(store, NULL);
+
+    /* While a retry is due the call cannot be reported again, and the pause is waited out. */
+    idemkit_policy policy = policy_with_effect(IDEMKIT_EFFECT_IDEMPOTENT);
+    policy.retry_max_attempts = 2;
+    policy.retry_initial_backoff_ms = 200;
+    policy.retry_max_backoff_ms = 200;
+    idemkit_tool *tool = make_tool("send_email", &policy, 0);
+    idemkit_call *call = execute_on(store, tool, NULL, "{\"r\":7}");
+    idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+    EXPECT_STATUS(idemkit_fail(call, "Unavailable", "later", &recording), IDEMKIT_STATUS_OK);
+    EXPECT(recording == IDEMKIT_RECORDING_RELEASED, "released: %d", (int)recording);
+    int64_t pause = -1;
+    EXPECT_STATUS(idemkit_call_retry_pause(call, &pause), IDEMKIT_STATUS_OK);
+    EXPECT(pause >= 90 && pause <= 200, "pause %" PRId64 " ms (100-200)", pause);
+    EXPECT_STATUS(idemkit_complete(call, "1", NULL), IDEMKIT_STATUS_INVALID_ARGUMENT);
+    EXPECT(strstr(last_message(), "idemkit_call_retry"), "message: %s", last_message());
+    long before = now_ms();
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_call_retry(call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "answer %d", (int)r.answer);
+    EXPECT(now_ms() - before >= pause - 1, "waited %ld ms of %" PRId64, now_ms() - before, pause);
+    idemkit_begin_result_clear(&r);
+    /* Asking again before reporting is refused. */
+    EXPECT_STATUS(idemkit_call_retry(call, &r), IDEMKIT_STATUS_INVALID_ARGUMENT);
+    EXPECT_STATUS(idemkit_complete(call, "1", &recording), IDEMKIT_STATUS_OK);
+    EXPECT(recording == IDEMKIT_RECORDING_RECORDED, "recorded: %d", (int)recording);
+    EXPECT_STATUS(idemkit_call_retry(call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_NONE, "no retry after a success: %d", (int)r.answer);
+    idemkit_call_free(call);
+    idemkit_tool_free(tool);
+
+    /* A bad retry policy is refused naming the field. */
+    policy.retry_initial_backoff_ms = 500;
+    policy.retry_max_backoff_ms = 100;
+    tool = (idemkit_tool *)&policy;
+    EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
+    EXPECT(tool == NULL && strstr(last_message(), "retry_max_backoff_ms") &&
+               strstr(last_message(), "retry_initial_backoff_ms") && strstr(last_message(), "send_email"),
+           "message: %s", last_message());
+    idemkit_store_free(store);
+}
+
+static void redis_retries(void) {
+    idemkit_store *store = server_store(redis_url());
+    char tenant[96];
+    fresh_tenant(tenant, sizeof tenant, "retries");
+    retries_on(store, tenant);
+    idemkit_store_free(store);
+}
+
+static void postgres_retries(void) {
+    idemkit_store *store = server_store(postgres_url());
+    char tenant[96];
+    fresh_tenant(tenant, sizeof tenant, "retries");
+    retries_on(store, tenant);
+    idemkit_store_free(store);
+}
+
 static void the_last_error_message_reports_its_size(void) {
     idemkit_store *store = NULL;
     EXPECT_STATUS(idemkit_store_open(NULL, NULL, &store), IDEMKIT_STATUS_NULL_POINTER);
@@ -1579,6 +1718,7 @@ int main(int argc, char **argv) {
     run("an unreachable store is store_unavailable", an_unreachable_store_is_store_unavailable);
     run("effect kinds and failure classes", effect_kinds_and_failure_classes);
     run("bad effect and failure class codes are refused", bad_effect_and_failure_class_codes_are_refused);
+    run("retries are decided by the library", retries_are_decided_by_the_library);
     run("a policy of the 1.0 size is accepted with defaults for the new fields",
         a_policy_of_the_1_0_size_is_accepted_with_defaults_for_the_new_fields);
     if (redis_url()) {
@@ -1586,6 +1726,7 @@ int main(int argc, char **argv) {
         run("Redis: an in-progress key fails with in_progress at the deadline",
             redis_an_in_progress_key_fails_with_in_progress_at_the_deadline);
         run("Redis: effect kinds and failure classes", redis_effect_kinds_and_failure_classes);
+        run("Redis: retries", redis_retries);
     } else {
         printf("note: set IDEMKIT_REDIS_URL (scripts/services.sh env) to run the calls on Redis too\n");
     }
@@ -1593,6 +1734,7 @@ int main(int argc, char **argv) {
         run("PostgreSQL: an in-progress key fails with in_progress at the deadline",
             postgres_an_in_progress_key_fails_with_in_progress_at_the_deadline);
         run("PostgreSQL: effect kinds and failure classes", postgres_effect_kinds_and_failure_classes);
+        run("PostgreSQL: retries", postgres_retries);
     } else {
         printf("note: set IDEMKIT_POSTGRES_URL (scripts/services.sh env) to run the calls on PostgreSQL too\n");
     }

@@ -306,3 +306,89 @@ fn a_policy_of_the_old_size_is_accepted_and_its_new_fields_take_their_defaults()
         idemkit_store_free(store);
     }
 }
+
+/// Asks `idemkit_call_retry`; answers its status and answer.
+fn retry(call: *mut IdemkitCall) -> (IdemkitStatus, IdemkitAnswer) {
+    let mut result = super::protocol::empty_result();
+    let status = unsafe { idemkit_call_retry(call, &mut result) };
+    let answer = result.answer;
+    unsafe { idemkit_begin_result_clear(&mut result) };
+    (status, answer)
+}
+
+#[test]
+fn the_library_decides_whether_a_failed_call_runs_again() {
+    let store = memory_store();
+    let mut policy = default_policy();
+    assert_eq!(policy.retry_max_attempts, 0, "no retries by default");
+    assert_eq!(
+        (policy.retry_initial_backoff_ms, policy.retry_max_backoff_ms),
+        (100, 2000)
+    );
+    policy.retry_max_attempts = 3;
+    policy.retry_initial_backoff_ms = 1;
+    policy.retry_max_backoff_ms = 2;
+    let retried = tool("send_email", &policy);
+    let call = execute(store, retried, r#"{"to":"r"}"#);
+    let mut runs = 1;
+    loop {
+        let (status, recording) = fail_as(call, "Unavailable", IdemkitFailureClass::Unknown as i32);
+        assert_eq!(
+            (status, recording),
+            (IdemkitStatus::Ok, IdemkitRecording::Released)
+        );
+        let mut pause = -2;
+        assert_eq!(
+            unsafe { idemkit_call_retry_pause(call, &mut pause) },
+            IdemkitStatus::Ok
+        );
+        match retry(call) {
+            (IdemkitStatus::Ok, IdemkitAnswer::Execute) => {
+                assert!((0..=2).contains(&pause), "pause {pause}");
+                runs += 1;
+            }
+            (IdemkitStatus::Ok, IdemkitAnswer::None) => {
+                assert_eq!(pause, -1);
+                break;
+            }
+            other => panic!("{other:?}: {}", last_message()),
+        }
+    }
+    assert_eq!(runs, 3, "3 runs in all");
+    unsafe { idemkit_call_free(call) };
+
+    // A permanent failure is recorded and never retried.
+    let call = execute(store, retried, r#"{"to":"p"}"#);
+    fail_as(call, "Declined", IdemkitFailureClass::Permanent as i32);
+    assert_eq!(retry(call), (IdemkitStatus::Ok, IdemkitAnswer::None));
+    unsafe { idemkit_call_free(call) };
+
+    // An unreported call cannot be retried.
+    let call = execute(store, retried, r#"{"to":"u"}"#);
+    assert_eq!(retry(call).0, IdemkitStatus::InvalidArgument);
+    assert!(
+        last_message().contains("not been reported"),
+        "{}",
+        last_message()
+    );
+    unsafe {
+        idemkit_call_free(call);
+        idemkit_tool_free(retried);
+    }
+
+    // A bad retry policy is refused with the C names of its fields.
+    policy.retry_initial_backoff_ms = 50;
+    policy.retry_max_backoff_ms = 10;
+    let name = c("send_email");
+    let mut out = null_mut();
+    let status = unsafe { idemkit_tool_new(name.as_ptr(), &policy, 0, &mut out) };
+    assert_eq!(status, IdemkitStatus::Configuration);
+    let message = last_message();
+    assert!(
+        message.contains("`send_email`")
+            && message.contains("retry_max_backoff_ms")
+            && message.contains("retry_initial_backoff_ms"),
+        "{message}"
+    );
+    unsafe { idemkit_store_free(store) };
+}

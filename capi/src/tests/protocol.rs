@@ -57,7 +57,7 @@ pub(super) fn tool(name: &str, policy: &IdemkitPolicy) -> *mut IdemkitTool {
     tool
 }
 
-fn empty_result() -> IdemkitBeginResult {
+pub(super) fn empty_result() -> IdemkitBeginResult {
     IdemkitBeginResult {
         answer: IdemkitAnswer::None,
         key: [0; 65],
