@@ -201,10 +201,17 @@ enum idemkit_recording
    */
   IDEMKIT_RECORDING_FAILED = 2,
   /**
-   * The claim was released (a failure without `cache_failures`, or `idemkit_release_unrun`):
-   * the next call runs.
+   * The claim was released (a failure without `cache_failures`, a failure classified as
+   * having had no effect, or `idemkit_release_unrun`): the next call runs.
    */
   IDEMKIT_RECORDING_RELEASED = 3,
+  /**
+   * The failure of an `EFFECTFUL` tool's body is held (SPEC v1.1 rule 7): recorded as an
+   * indeterminate outcome, so this call's status and every repeat's is
+   * `IDEMKIT_STATUS_INDETERMINATE` until an operator resolves the record
+   * (`idemkit resolve`) or it expires. The body is never run again for this key meanwhile.
+   */
+  IDEMKIT_RECORDING_HELD = 4,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -275,6 +282,77 @@ enum idemkit_on_cache_hit
 typedef enum idemkit_on_cache_hit idemkit_on_cache_hit;
 #else
 typedef int32_t idemkit_on_cache_hit;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What a tool's body does to the world, which decides what its failure means (SPEC v1.1
+ * rule 7). Carried in `idemkit_policy.effect`.
+ */
+enum idemkit_effect
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Acts, but the same action twice equals once, or a failure is known to have had no
+   * effect (the default, and the behaviour of a policy without `effect`): claimed and
+   * deduplicated; a failure is released (or recorded with `cache_failures`) and may be
+   * retried. Code 0, so that a policy filled by an older program means this.
+   */
+  IDEMKIT_EFFECT_IDEMPOTENT = 0,
+  /**
+   * Reads only: nothing is claimed or recorded, every call runs, and a failure may be
+   * retried. `cache_failures` and `permanent_errors` are refused with it.
+   */
+  IDEMKIT_EFFECT_READ_ONLY = 1,
+  /**
+   * Acts, and a failure may have acted anyway (a timeout inside a payment call): claimed and
+   * deduplicated; a failure is *held*: recorded as an indeterminate outcome, answered with
+   * `IDEMKIT_STATUS_INDETERMINATE` to this caller and every repeat until an operator
+   * resolves it, and never retried.
+   */
+  IDEMKIT_EFFECT_EFFECTFUL = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum idemkit_effect idemkit_effect;
+#else
+typedef int32_t idemkit_effect;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What the caller knows about a failure of its body, for `idemkit_fail_as` (SPEC v1.1
+ * rule 7). The executor settles the failure by it and the tool's policy.
+ */
+enum idemkit_failure_class
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Nothing beyond its error type: settled by the policy's `no_effect_errors` and
+   * `permanent_errors` lists, then by its `effect` (as `idemkit_fail` does).
+   */
+  IDEMKIT_FAILURE_CLASS_UNKNOWN = 0,
+  /**
+   * Known to have had no effect (the request never left, a validation error): the claim is
+   * released and the call may run again, whatever the tool's effect.
+   */
+  IDEMKIT_FAILURE_CLASS_NO_EFFECT = 1,
+  /**
+   * Permanent, and its effect is known (a declined card): recorded as a failure, so repeats
+   * get `IDEMKIT_ANSWER_CACHED_FAILURE` (under `RETURN_CACHED`), even without
+   * `cache_failures`.
+   */
+  IDEMKIT_FAILURE_CLASS_PERMANENT = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum idemkit_failure_class idemkit_failure_class;
+#else
+typedef int32_t idemkit_failure_class;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -455,6 +533,47 @@ typedef struct idemkit_policy {
    * How many names `key_arguments` holds.
    */
   size_t key_argument_count;
+  /**
+   * An `idemkit_effect` code (default `IDEMKIT_EFFECT_IDEMPOTENT`): what a failure of the
+   * body means (SPEC v1.1 rule 7).
+   */
+  int32_t effect;
+  /**
+   * Error type names (as passed to `idemkit_fail`) whose failures are known to have had no
+   * effect: the claim is released and the call may run again (UTF-8, copied by
+   * `idemkit_tool_new`); NULL with `no_effect_error_count` 0 for none.
+   */
+  const char *const *no_effect_errors;
+  /**
+   * How many names `no_effect_errors` holds.
+   */
+  size_t no_effect_error_count;
+  /**
+   * Error type names whose failures are permanent and whose effect is known (a declined
+   * card): recorded as failures, so repeats get `IDEMKIT_ANSWER_CACHED_FAILURE`, even without
+   * `cache_failures`; NULL with `permanent_error_count` 0 for none.
+   */
+  const char *const *permanent_errors;
+  /**
+   * How many names `permanent_errors` holds.
+   */
+  size_t permanent_error_count;
+  /**
+   * Retries (SPEC v1.1 rule 8): how many runs in all a failed call may get, the first
+   * included (default 0: no retry policy, as 1). Only failures the library releases are
+   * retried (`READ_ONLY`, `IDEMPOTENT` without `cache_failures`, and failures of class
+   * `NO_EFFECT`); held and recorded ones never are. See `idemkit_call_retry`.
+   */
+  uint32_t retry_max_attempts;
+  /**
+   * The pause before the first retry, in milliseconds (default 100); it doubles per retry up
+   * to `retry_max_backoff_ms`, each pause drawn at random between half of it and all of it.
+   */
+  uint64_t retry_initial_backoff_ms;
+  /**
+   * The longest pause, in milliseconds (default 2000; not shorter than the first).
+   */
+  uint64_t retry_max_backoff_ms;
 } idemkit_policy;
 
 #ifdef __cplusplus
@@ -550,6 +669,48 @@ idemkit_status idemkit_begin(const struct idemkit_store *store,
                              struct idemkit_begin_result *out);
 
 /**
+ * Asks whether a failed call runs again (SPEC v1.1 rule 8), after `idemkit_fail` or
+ * `idemkit_fail_as` answered: the library decides, by the tool's retry policy
+ * (`retry_max_attempts`), the failure's settlement and the deadline; the caller only asks.
+ *
+ * With status OK, `out->answer` is:
+ * - `IDEMKIT_ANSWER_NONE`: no retry (no retry policy, no runs left, a failure that is held or
+ *   recorded, a pause that would end past the deadline). The call is finished; hand your
+ *   caller the failure you reported.
+ * - `IDEMKIT_ANSWER_EXECUTE`: run the body again, under the same key (`out->key`) and the same
+ *   call handle, then report it with `idemkit_complete` or `idemkit_fail`/`idemkit_fail_as`
+ *   as before, and ask again after a failure.
+ * - `IDEMKIT_ANSWER_CACHED_SUCCESS` or `IDEMKIT_ANSWER_CACHED_FAILURE`: another caller settled
+ *   the key meanwhile; use its outcome as `idemkit_begin`'s. The call is finished.
+ *
+ * Otherwise the status says why nothing may run, as for `idemkit_begin` (the call is
+ * finished). `*out` is always overwritten (free its strings with
+ * `idemkit_begin_result_clear`).
+ *
+ * **Blocking.** Before it claims the key again this function sleeps what is left of the
+ * pause the library chose (see `idemkit_call_retry_pause`; a caller that waited it out
+ * elsewhere does not wait again), then blocks as `idemkit_begin` does while another caller
+ * holds the key. A call freed instead of retried is safe: its claim was already released.
+ *
+ * # Safety
+ * `call` is NULL or a live call handle not used by another thread; `out` is NULL or
+ * writable.
+ */
+idemkit_status idemkit_call_retry(struct idemkit_call *call,
+                                  struct idemkit_begin_result *out);
+
+/**
+ * The pause before the retry that is due, for a caller that waits in its own loop before
+ * `idemkit_call_retry`: `*out_ms` is the milliseconds left of it (0: it may run now), or -1
+ * when no retry is due (`idemkit_call_retry` would answer `IDEMKIT_ANSWER_NONE`).
+ *
+ * # Safety
+ * `call` is NULL or a live call handle; `out_ms` is NULL or writable.
+ */
+idemkit_status idemkit_call_retry_pause(const struct idemkit_call *call,
+                                        int64_t *out_ms);
+
+/**
  * Frees the strings of a begin result and sets them to NULL; the struct itself belongs to
  * the caller. NULL is accepted and ignored, and so is a cleared result.
  *
@@ -602,11 +763,19 @@ idemkit_status idemkit_complete(struct idemkit_call *call,
                                 idemkit_recording *out_recording);
 
 /**
- * Reports a body that failed with an error of type `error_type` and `message` (UTF-8). With
- * the policy's `cache_failures` the failure is recorded (repeats get it as a cached failure);
- * otherwise the claim is released so that a retry runs again (`IDEMKIT_RECORDING_RELEASED`).
- * `out_recording` (may be NULL) says what became of it; the status is OK even when the store
- * could not be told, and `IDEMKIT_STATUS_TIMEOUT` past the deadline (see `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
+ * Reports a body that failed with an error of type `error_type` and `message` (UTF-8); the
+ * same as `idemkit_fail_as` with `IDEMKIT_FAILURE_CLASS_UNKNOWN`. The tool's policy decides what
+ * becomes of it (SPEC v1.1 rule 7): an error type in `no_effect_errors` is released, one in
+ * `permanent_errors` is recorded; otherwise an `IDEMPOTENT` (default) or `READ_ONLY` tool's
+ * failure is recorded with `cache_failures` (repeats get it as a cached failure) and released
+ * without (`IDEMKIT_RECORDING_RELEASED`: the next call runs again), and an `EFFECTFUL` tool's
+ * failure is held (`IDEMKIT_RECORDING_HELD`, status `IDEMKIT_STATUS_INDETERMINATE`).
+ * `out_recording` (may be NULL) says what became of it, whatever the status; the status is OK
+ * even when the store could not be told, `IDEMKIT_STATUS_INDETERMINATE` for a held failure
+ * (hand your caller that, with the body's error as its cause), and `IDEMKIT_STATUS_TIMEOUT`
+ * past the deadline (see `idemkit_complete`). With a retry policy on the tool
+ * (`retry_max_attempts`), ask `idemkit_call_retry` next: it says whether the body runs again.
+ * The call is finished afterwards; free it with `idemkit_call_free`.
  *
  * # Safety
  * `call` is NULL or a live call handle not used by another thread; `error_type` and `message`
@@ -616,6 +785,33 @@ idemkit_status idemkit_fail(struct idemkit_call *call,
                             const char *error_type,
                             const char *message,
                             idemkit_recording *out_recording);
+
+/**
+ * Reports a body that failed, like `idemkit_fail`, and what the caller knows about the
+ * failure: `failure_class` is an `idemkit_failure_class` code (SPEC v1.1 rule 7).
+ *
+ * - `IDEMKIT_FAILURE_CLASS_UNKNOWN`: exactly `idemkit_fail`: the policy's lists, then its effect,
+ *   decide.
+ * - `IDEMKIT_FAILURE_CLASS_NO_EFFECT`: the claim is released (`IDEMKIT_RECORDING_RELEASED`), even
+ *   for an `EFFECTFUL` tool: the next call runs.
+ * - `IDEMKIT_FAILURE_CLASS_PERMANENT`: the failure is recorded (`IDEMKIT_RECORDING_RECORDED`), even
+ *   without `cache_failures`: repeats get `IDEMKIT_ANSWER_CACHED_FAILURE` under
+ *   `RETURN_CACHED`.
+ *
+ * An `EFFECTFUL` tool's failure of class `UNKNOWN` (not in either list) is held: the status
+ * is `IDEMKIT_STATUS_INDETERMINATE`, `*out_recording` is `IDEMKIT_RECORDING_HELD`, and a
+ * repeat's `idemkit_begin` answers `IDEMKIT_STATUS_INDETERMINATE` without running. A code
+ * that is not an `idemkit_failure_class` answers `IDEMKIT_STATUS_INVALID_ARGUMENT` and the call
+ * stays open. Otherwise as `idemkit_fail`.
+ *
+ * # Safety
+ * As `idemkit_fail`.
+ */
+idemkit_status idemkit_fail_as(struct idemkit_call *call,
+                               const char *error_type,
+                               const char *message,
+                               int32_t failure_class,
+                               idemkit_recording *out_recording);
 
 /**
  * Gives up a call whose body was never run: its claim is released, so the next call runs.
@@ -727,7 +923,10 @@ void idemkit_store_free(struct idemkit_store *store);
 
 /**
  * Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
- * TTL 3600 s, lease 300 s, no key arguments; and `policy->struct_size` with `struct_size`.
+ * TTL 3600 s, lease 300 s, no key arguments, effect `IDEMPOTENT`, no error lists, no retries
+ * (backoff 100 ms to 2000 ms once `retry_max_attempts` is set); and
+ * `policy->struct_size` with `struct_size`. A program compiled against the 1.0 header passes
+ * the 1.0 size, and only the 1.0 fields are written.
  *
  * Pass `sizeof` of your struct: `idemkit_policy_default(&policy, sizeof policy)`. A size the
  * library does not know (see `idemkit_policy.struct_size`) answers
@@ -748,7 +947,9 @@ idemkit_status idemkit_policy_default(struct idemkit_policy *policy,
  * On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy whose
  * `struct_size` the library does not know answers `IDEMKIT_STATUS_INVALID_ARGUMENT`. A policy
  * the library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
- * unknown enum code, a timeout not shorter than the lease) answers
+ * unknown enum code, a timeout not shorter than the lease, `READ_ONLY` with `cache_failures`
+ * or `permanent_errors`, an empty error type name, or one in both lists, a
+ * `retry_max_backoff_ms` shorter than `retry_initial_backoff_ms`) answers
  * `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
  *
  * # Safety

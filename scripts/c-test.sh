@@ -194,10 +194,11 @@ if [ "$has_postgres" = 1 ] && [ -n "${IDEMKIT_POSTGRES_URL:-}" ]; then
     echo "psql is missing: install the PostgreSQL client (apt-get install postgresql-client) or unset IDEMKIT_POSTGRES_URL"
     exit 1
   }
-  # The shipped schema under the test's table name (the URL is not echoed: it may hold a password).
-  # Two runs creating it at once can collide in the catalog: the loser tries once more.
+  # The shipped schema, every migration in order, under the test's table name (the URL is not
+  # echoed: it may hold a password); each migration is safe to run again. Two runs creating it
+  # at once can collide in the catalog: the loser tries once more.
   create_table() {
-    sed 's/idemkit_records/idemkit_c_test/g' sql/postgres/001_idemkit_records.sql |
+    cat sql/postgres/[0-9][0-9][0-9]_*.sql | sed 's/idemkit_records/idemkit_c_test/g' |
       PGOPTIONS='-c client_min_messages=warning' psql -q -v ON_ERROR_STOP=1 "$IDEMKIT_POSTGRES_URL" >/dev/null
   }
   create_table || { sleep 1; create_table; }

@@ -186,6 +186,12 @@ fn c_name(setting: idemkit_core::error::Setting) -> &'static str {
         Setting::Timeout => "timeout_ms",
         Setting::KeyArguments => "key_arguments",
         Setting::CacheFailures => "cache_failures",
+        Setting::Effect => "effect",
+        Setting::NoEffectErrors => "no_effect_errors",
+        Setting::PermanentErrors => "permanent_errors",
+        Setting::MaxAttempts => "retry_max_attempts",
+        Setting::InitialBackoff => "retry_initial_backoff_ms",
+        Setting::MaxBackoff => "retry_max_backoff_ms",
         other => other.rust_name(),
     }
 }

@@ -2,6 +2,7 @@
 //! `idemkit_fail`) for C callers.
 
 use std::ffi::c_char;
+use std::time::Instant;
 
 use crate::boundary::{
     copy_out, give_string, guard, guard_void, optional_str, required_str, Fault,
@@ -14,6 +15,7 @@ use idemkit_core::executor::{
     Answer, Attempt, BodyReport, CallContext, Executor, RawInput, Recording, Step, SuppliedKey,
 };
 use idemkit_core::key::KeyError;
+use idemkit_core::policy::FailureClass;
 use idemkit_core::record::Failure;
 use idemkit_core::runtime;
 
@@ -25,6 +27,8 @@ pub struct IdemkitCall {
     executor: Executor,
     attempt: Attempt,
     finished: bool,
+    /// When the retry the executor answered (`Answer::Retry`) may run: set while one is due.
+    retry_at: Option<Instant>,
     /// The process that began it (`runtime::process_generation`) and that process's id.
     generation: u64,
     pid: u32,
@@ -76,9 +80,47 @@ pub enum IdemkitRecording {
     /// The outcome could not be recorded (the reason is the thread's last error). The body's
     /// result still stands; the claim is left to become abandoned, never run again silently.
     Failed = 2,
-    /// The claim was released (a failure without `cache_failures`, or `idemkit_release_unrun`):
-    /// the next call runs.
+    /// The claim was released (a failure without `cache_failures`, a failure classified as
+    /// having had no effect, or `idemkit_release_unrun`): the next call runs.
     Released = 3,
+    /// The failure of an `EFFECTFUL` tool's body is held (SPEC v1.1 rule 7): recorded as an
+    /// indeterminate outcome, so this call's status and every repeat's is
+    /// `IDEMKIT_STATUS_INDETERMINATE` until an operator resolves the record
+    /// (`idemkit resolve`) or it expires. The body is never run again for this key meanwhile.
+    Held = 4,
+}
+
+/// What the caller knows about a failure of its body, for `idemkit_fail_as` (SPEC v1.1
+/// rule 7). The executor settles the failure by it and the tool's policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum IdemkitFailureClass {
+    /// Nothing beyond its error type: settled by the policy's `no_effect_errors` and
+    /// `permanent_errors` lists, then by its `effect` (as `idemkit_fail` does).
+    Unknown = 0,
+    /// Known to have had no effect (the request never left, a validation error): the claim is
+    /// released and the call may run again, whatever the tool's effect.
+    NoEffect = 1,
+    /// Permanent, and its effect is known (a declined card): recorded as a failure, so repeats
+    /// get `IDEMKIT_ANSWER_CACHED_FAILURE` (under `RETURN_CACHED`), even without
+    /// `cache_failures`.
+    Permanent = 2,
+}
+
+impl IdemkitFailureClass {
+    fn from_code(code: i32) -> Option<Option<FailureClass>> {
+        [
+            (IdemkitFailureClass::Unknown, None),
+            (IdemkitFailureClass::NoEffect, Some(FailureClass::NoEffect)),
+            (
+                IdemkitFailureClass::Permanent,
+                Some(FailureClass::Permanent),
+            ),
+        ]
+        .into_iter()
+        .find(|(c, _)| *c as i32 == code)
+        .map(|(_, class)| class)
+    }
 }
 
 /// Starts a call of `tool` on `store` (SPEC §3): derives the key, claims it, and answers in
@@ -125,20 +167,13 @@ pub unsafe extern "C" fn idemkit_begin(
     out: *mut IdemkitBeginResult,
 ) -> IdemkitStatus {
     guard(|| {
-        if !out.is_null() {
-            out.write(IdemkitBeginResult {
-                answer: IdemkitAnswer::None,
-                key: [0; KEY_BUFFER_LEN],
-                result_json: std::ptr::null_mut(),
-                error_type: std::ptr::null_mut(),
-                error_message: std::ptr::null_mut(),
-            });
-        }
+        clear_result(out);
         let out_call = out_call.as_mut().ok_or_else(|| Fault::null("out_call"))?;
         *out_call = std::ptr::null_mut();
         let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
         let store = store.as_ref().ok_or_else(|| Fault::null("store"))?;
-        let tool = &tool.as_ref().ok_or_else(|| Fault::null("tool"))?.tool;
+        let handle = tool.as_ref().ok_or_else(|| Fault::null("tool"))?;
+        let tool = &handle.tool;
         let context = CallContext {
             tenant: optional_str(tenant, "tenant")?.map(str::to_owned),
             run: optional_str(run, "run")?.map(str::to_owned),
@@ -166,7 +201,33 @@ pub unsafe extern "C" fn idemkit_begin(
                     (Error::Configuration(_), None) => Fault::null("input"),
                     (error, _) => Fault::from(error),
                 })?;
-        let key = attempt.key_text().unwrap_or_default();
+        if handle.retry.is_some() {
+            attempt.set_retry(handle.retry.clone());
+        }
+        if advance(executor, &mut attempt, out)? {
+            *out_call = Box::into_raw(Box::new(IdemkitCall {
+                executor: executor.clone(),
+                attempt,
+                finished: false,
+                retry_at: None,
+                generation: runtime::process_generation(),
+                pid: std::process::id(),
+            }));
+        }
+        Ok(())
+    })
+}
+
+/// Writes the attempt's key into `out.key`, advances it (claims its key, or finds what is
+/// remembered) and writes the answer into `out`; true when the body is to run.
+fn advance(
+    executor: &Executor,
+    attempt: &mut Attempt,
+    out: &mut IdemkitBeginResult,
+) -> Result<bool, Fault> {
+    let key = attempt.key_text().unwrap_or_default();
+    // SAFETY: `out.key` is a buffer of KEY_BUFFER_LEN bytes.
+    unsafe {
         copy_out(
             &key,
             out.key.as_mut_ptr(),
@@ -174,37 +235,128 @@ pub unsafe extern "C" fn idemkit_begin(
             std::ptr::null_mut(),
             "out.key",
         )?;
-        match runtime::block_on(executor.advance(&mut attempt, None)) {
-            Ok(Step::Run) => {
-                out.answer = IdemkitAnswer::Execute;
-                *out_call = Box::into_raw(Box::new(IdemkitCall {
-                    executor: executor.clone(),
-                    attempt,
-                    finished: false,
-                    generation: runtime::process_generation(),
-                    pid: std::process::id(),
-                }));
-            }
-            Ok(Step::Replay(json)) => {
-                out.answer = IdemkitAnswer::CachedSuccess;
-                out.result_json = give_string(&json);
-            }
-            Ok(_) => {
-                return Err(Fault::from(Error::Internal(
-                    "advance without a budget answered Pending".into(),
-                )))
-            }
-            Err(Error::CachedFailure {
-                error_type,
-                message,
-                ..
-            }) => {
-                out.answer = IdemkitAnswer::CachedFailure;
-                out.error_type = give_string(&error_type);
-                out.error_message = give_string(&message);
-            }
-            Err(error) => return Err(error.into()),
+    }
+    match runtime::block_on(executor.advance(attempt, None)) {
+        Ok(Step::Run) => {
+            out.answer = IdemkitAnswer::Execute;
+            Ok(true)
         }
+        Ok(Step::Replay(json)) => {
+            out.answer = IdemkitAnswer::CachedSuccess;
+            out.result_json = give_string(&json);
+            Ok(false)
+        }
+        Ok(_) => Err(Fault::from(Error::Internal(
+            "advance without a budget answered Pending".into(),
+        ))),
+        Err(Error::CachedFailure {
+            error_type,
+            message,
+            ..
+        }) => {
+            out.answer = IdemkitAnswer::CachedFailure;
+            out.error_type = give_string(&error_type);
+            out.error_message = give_string(&message);
+            Ok(false)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Clears `out` (when not NULL) to a result with no answer, its old strings not freed.
+///
+/// # Safety
+/// `out` is NULL or writable.
+unsafe fn clear_result(out: *mut IdemkitBeginResult) {
+    if !out.is_null() {
+        out.write(IdemkitBeginResult {
+            answer: IdemkitAnswer::None,
+            key: [0; KEY_BUFFER_LEN],
+            result_json: std::ptr::null_mut(),
+            error_type: std::ptr::null_mut(),
+            error_message: std::ptr::null_mut(),
+        });
+    }
+}
+
+/// Asks whether a failed call runs again (SPEC v1.1 rule 8), after `idemkit_fail` or
+/// `idemkit_fail_as` answered: the library decides, by the tool's retry policy
+/// (`retry_max_attempts`), the failure's settlement and the deadline; the caller only asks.
+///
+/// With status OK, `out->answer` is:
+/// - `IDEMKIT_ANSWER_NONE`: no retry (no retry policy, no runs left, a failure that is held or
+///   recorded, a pause that would end past the deadline). The call is finished; hand your
+///   caller the failure you reported.
+/// - `IDEMKIT_ANSWER_EXECUTE`: run the body again, under the same key (`out->key`) and the same
+///   call handle, then report it with `idemkit_complete` or `idemkit_fail`/`idemkit_fail_as`
+///   as before, and ask again after a failure.
+/// - `IDEMKIT_ANSWER_CACHED_SUCCESS` or `IDEMKIT_ANSWER_CACHED_FAILURE`: another caller settled
+///   the key meanwhile; use its outcome as `idemkit_begin`'s. The call is finished.
+///
+/// Otherwise the status says why nothing may run, as for `idemkit_begin` (the call is
+/// finished). `*out` is always overwritten (free its strings with
+/// `idemkit_begin_result_clear`).
+///
+/// **Blocking.** Before it claims the key again this function sleeps what is left of the
+/// pause the library chose (see `idemkit_call_retry_pause`; a caller that waited it out
+/// elsewhere does not wait again), then blocks as `idemkit_begin` does while another caller
+/// holds the key. A call freed instead of retried is safe: its claim was already released.
+///
+/// # Safety
+/// `call` is NULL or a live call handle not used by another thread; `out` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_call_retry(
+    call: *mut IdemkitCall,
+    out: *mut IdemkitBeginResult,
+) -> IdemkitStatus {
+    guard(|| {
+        clear_result(out);
+        let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
+        let call = owned_call(call)?;
+        if !call.finished {
+            return Err(Fault::invalid(format!(
+                "this call of `{}` has not been reported yet; report its body with idemkit_complete, idemkit_fail or idemkit_fail_as, then ask for a retry",
+                call.attempt.tool().name()
+            )));
+        }
+        let Some(at) = call.retry_at.take() else {
+            return Ok(());
+        };
+        let left = at.saturating_duration_since(Instant::now());
+        if !left.is_zero() {
+            std::thread::sleep(left);
+        }
+        if advance(&call.executor, &mut call.attempt, out)? {
+            call.finished = false;
+        }
+        Ok(())
+    })
+}
+
+/// The pause before the retry that is due, for a caller that waits in its own loop before
+/// `idemkit_call_retry`: `*out_ms` is the milliseconds left of it (0: it may run now), or -1
+/// when no retry is due (`idemkit_call_retry` would answer `IDEMKIT_ANSWER_NONE`).
+///
+/// # Safety
+/// `call` is NULL or a live call handle; `out_ms` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_call_retry_pause(
+    call: *const IdemkitCall,
+    out_ms: *mut i64,
+) -> IdemkitStatus {
+    guard(|| {
+        let out_ms = out_ms.as_mut().ok_or_else(|| Fault::null("out_ms"))?;
+        let call = call.as_ref().ok_or_else(|| Fault::null("call"))?;
+        *out_ms = match call.retry_at {
+            Some(at) => {
+                let left = at.saturating_duration_since(Instant::now());
+                // Rounded up, so that waiting this long is always enough.
+                let ms = left.as_micros().div_ceil(1000);
+                i64::try_from(ms).unwrap_or(i64::MAX)
+            }
+            None => -1,
+        };
         Ok(())
     })
 }
@@ -268,8 +420,8 @@ pub unsafe extern "C" fn idemkit_call_key(
     })
 }
 
-/// The call handle, unless it is NULL, already finished or begun in another process.
-unsafe fn open_call<'a>(call: *mut IdemkitCall) -> Result<&'a mut IdemkitCall, Fault> {
+/// The call handle, unless it is NULL or begun in another process.
+unsafe fn owned_call<'a>(call: *mut IdemkitCall) -> Result<&'a mut IdemkitCall, Fault> {
     let call = call.as_mut().ok_or_else(|| Fault::null("call"))?;
     if call.generation != runtime::process_generation() {
         return Err(Fault::invalid(format!(
@@ -278,6 +430,19 @@ unsafe fn open_call<'a>(call: *mut IdemkitCall) -> Result<&'a mut IdemkitCall, F
             call.pid,
             std::process::id(),
             call.pid
+        )));
+    }
+    Ok(call)
+}
+
+/// The call handle, unless it is NULL, begun in another process, already finished, or
+/// waiting for its retry.
+unsafe fn open_call<'a>(call: *mut IdemkitCall) -> Result<&'a mut IdemkitCall, Fault> {
+    let call = owned_call(call)?;
+    if call.retry_at.is_some() {
+        return Err(Fault::invalid(format!(
+            "a retry of this call of `{}` is due; call idemkit_call_retry and run the body again only if it answers IDEMKIT_ANSWER_EXECUTE",
+            call.attempt.tool().name()
         )));
     }
     if call.finished {
@@ -303,8 +468,9 @@ unsafe fn report(
     call.finished = true;
     let reported = runtime::block_on(call.executor.report(&mut call.attempt, body));
     let recording = match reported.recording {
-        // A held failure is recorded (as an indeterminate outcome); the status says so.
-        Recording::Recorded | Recording::Held => IdemkitRecording::Recorded,
+        Recording::Recorded => IdemkitRecording::Recorded,
+        // Recorded as an indeterminate outcome; the status is INDETERMINATE.
+        Recording::Held => IdemkitRecording::Held,
         Recording::Released => IdemkitRecording::Released,
         // A C body is never cancelled by the library: a call freed unreported stays in progress.
         Recording::Unprotected | Recording::LeftInProgress => IdemkitRecording::Unprotected,
@@ -319,9 +485,13 @@ unsafe fn report(
         *out = recording;
     }
     match reported.answer {
-        // C calls carry no retry policy, so the executor never asks for a retry here.
         Answer::Error(error) => Err(error.into()),
-        _ => Ok(()),
+        // The attempt is ready to advance again after the pause: `idemkit_call_retry`.
+        Answer::Retry(pause) => {
+            call.retry_at = Some(Instant::now() + pause);
+            Ok(())
+        }
+        Answer::Body => Ok(()),
     }
 }
 
@@ -367,11 +537,19 @@ pub unsafe extern "C" fn idemkit_complete(
     })
 }
 
-/// Reports a body that failed with an error of type `error_type` and `message` (UTF-8). With
-/// the policy's `cache_failures` the failure is recorded (repeats get it as a cached failure);
-/// otherwise the claim is released so that a retry runs again (`IDEMKIT_RECORDING_RELEASED`).
-/// `out_recording` (may be NULL) says what became of it; the status is OK even when the store
-/// could not be told, and `IDEMKIT_STATUS_TIMEOUT` past the deadline (see `idemkit_complete`). The call is finished afterwards; free it with `idemkit_call_free`.
+/// Reports a body that failed with an error of type `error_type` and `message` (UTF-8); the
+/// same as `idemkit_fail_as` with `IDEMKIT_FAILURE_CLASS_UNKNOWN`. The tool's policy decides what
+/// becomes of it (SPEC v1.1 rule 7): an error type in `no_effect_errors` is released, one in
+/// `permanent_errors` is recorded; otherwise an `IDEMPOTENT` (default) or `READ_ONLY` tool's
+/// failure is recorded with `cache_failures` (repeats get it as a cached failure) and released
+/// without (`IDEMKIT_RECORDING_RELEASED`: the next call runs again), and an `EFFECTFUL` tool's
+/// failure is held (`IDEMKIT_RECORDING_HELD`, status `IDEMKIT_STATUS_INDETERMINATE`).
+/// `out_recording` (may be NULL) says what became of it, whatever the status; the status is OK
+/// even when the store could not be told, `IDEMKIT_STATUS_INDETERMINATE` for a held failure
+/// (hand your caller that, with the body's error as its cause), and `IDEMKIT_STATUS_TIMEOUT`
+/// past the deadline (see `idemkit_complete`). With a retry policy on the tool
+/// (`retry_max_attempts`), ask `idemkit_call_retry` next: it says whether the body runs again.
+/// The call is finished afterwards; free it with `idemkit_call_free`.
 ///
 /// # Safety
 /// `call` is NULL or a live call handle not used by another thread; `error_type` and `message`
@@ -390,6 +568,58 @@ pub unsafe extern "C" fn idemkit_fail(
             required_str(message, "message")?,
         );
         report(call, BodyReport::Failed(&failure), out_recording)
+    })
+}
+
+/// Reports a body that failed, like `idemkit_fail`, and what the caller knows about the
+/// failure: `failure_class` is an `idemkit_failure_class` code (SPEC v1.1 rule 7).
+///
+/// - `IDEMKIT_FAILURE_CLASS_UNKNOWN`: exactly `idemkit_fail`: the policy's lists, then its effect,
+///   decide.
+/// - `IDEMKIT_FAILURE_CLASS_NO_EFFECT`: the claim is released (`IDEMKIT_RECORDING_RELEASED`), even
+///   for an `EFFECTFUL` tool: the next call runs.
+/// - `IDEMKIT_FAILURE_CLASS_PERMANENT`: the failure is recorded (`IDEMKIT_RECORDING_RECORDED`), even
+///   without `cache_failures`: repeats get `IDEMKIT_ANSWER_CACHED_FAILURE` under
+///   `RETURN_CACHED`.
+///
+/// An `EFFECTFUL` tool's failure of class `UNKNOWN` (not in either list) is held: the status
+/// is `IDEMKIT_STATUS_INDETERMINATE`, `*out_recording` is `IDEMKIT_RECORDING_HELD`, and a
+/// repeat's `idemkit_begin` answers `IDEMKIT_STATUS_INDETERMINATE` without running. A code
+/// that is not an `idemkit_failure_class` answers `IDEMKIT_STATUS_INVALID_ARGUMENT` and the call
+/// stays open. Otherwise as `idemkit_fail`.
+///
+/// # Safety
+/// As `idemkit_fail`.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_fail_as(
+    call: *mut IdemkitCall,
+    error_type: *const c_char,
+    message: *const c_char,
+    failure_class: i32,
+    out_recording: *mut IdemkitRecording,
+) -> IdemkitStatus {
+    guard(|| {
+        let call = open_call(call)?;
+        let class = IdemkitFailureClass::from_code(failure_class).ok_or_else(|| {
+            Fault::invalid(format!(
+                "failure_class {failure_class} for `{}` is not an idemkit_failure_class; use IDEMKIT_FAILURE_CLASS_UNKNOWN (0), IDEMKIT_FAILURE_CLASS_NO_EFFECT (1) or IDEMKIT_FAILURE_CLASS_PERMANENT (2)",
+                call.attempt.tool().name()
+            ))
+        })?;
+        let failure = Failure::new(
+            required_str(error_type, "error_type")?,
+            required_str(message, "message")?,
+        );
+        let types = [failure.error_type.clone()];
+        report(
+            call,
+            BodyReport::FailedAs {
+                failure: &failure,
+                types: &types,
+                class,
+            },
+            out_recording,
+        )
     })
 }
 

@@ -24,8 +24,9 @@ pub use boundary::{
 };
 pub use call::{
     idemkit_begin, idemkit_begin_result_clear, idemkit_call_free, idemkit_call_key,
-    idemkit_complete, idemkit_fail, idemkit_release_unrun, IdemkitAnswer, IdemkitBeginResult,
-    IdemkitCall, IdemkitRecording,
+    idemkit_call_retry, idemkit_call_retry_pause, idemkit_complete, idemkit_fail, idemkit_fail_as,
+    idemkit_release_unrun, IdemkitAnswer, IdemkitBeginResult, IdemkitCall, IdemkitFailureClass,
+    IdemkitRecording,
 };
 pub use key::{idemkit_derive_key, IdemkitKeyRequest};
 pub use store::{
@@ -33,8 +34,8 @@ pub use store::{
     IdemkitStoreOptions,
 };
 pub use tool::{
-    idemkit_policy_default, idemkit_tool_free, idemkit_tool_new, IdemkitOnCacheHit, IdemkitPolicy,
-    IdemkitStrategy, IdemkitTool,
+    idemkit_policy_default, idemkit_tool_free, idemkit_tool_new, IdemkitEffect, IdemkitOnCacheHit,
+    IdemkitPolicy, IdemkitStrategy, IdemkitTool,
 };
 
 /// The size of a buffer that holds any key text the library writes: 64 hex characters (or a

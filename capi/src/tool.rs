@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::boundary::{check_struct_size, guard, guard_void, required_str, str_array, Fault};
 use crate::IdemkitStatus;
 use idemkit_core::error::Error;
-use idemkit_core::policy::{KeyStrategy, Policy, RetryBehavior, Tool};
+use idemkit_core::policy::{Effect, KeyStrategy, Policy, RetryBehavior, RetryPolicy, Tool};
 
 /// How a tool's keys are derived (SPEC §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +91,47 @@ impl IdemkitOnCacheHit {
     }
 }
 
+/// What a tool's body does to the world, which decides what its failure means (SPEC v1.1
+/// rule 7). Carried in `idemkit_policy.effect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum IdemkitEffect {
+    /// Acts, but the same action twice equals once, or a failure is known to have had no
+    /// effect (the default, and the behaviour of a policy without `effect`): claimed and
+    /// deduplicated; a failure is released (or recorded with `cache_failures`) and may be
+    /// retried. Code 0, so that a policy filled by an older program means this.
+    Idempotent = 0,
+    /// Reads only: nothing is claimed or recorded, every call runs, and a failure may be
+    /// retried. `cache_failures` and `permanent_errors` are refused with it.
+    ReadOnly = 1,
+    /// Acts, and a failure may have acted anyway (a timeout inside a payment call): claimed and
+    /// deduplicated; a failure is *held*: recorded as an indeterminate outcome, answered with
+    /// `IDEMKIT_STATUS_INDETERMINATE` to this caller and every repeat until an operator
+    /// resolves it, and never retried.
+    Effectful = 2,
+}
+
+impl IdemkitEffect {
+    fn from_code(code: i32) -> Option<Effect> {
+        [
+            (IdemkitEffect::Idempotent, Effect::Idempotent),
+            (IdemkitEffect::ReadOnly, Effect::ReadOnly),
+            (IdemkitEffect::Effectful, Effect::Effectful),
+        ]
+        .into_iter()
+        .find(|(c, _)| *c as i32 == code)
+        .map(|(_, effect)| effect)
+    }
+
+    fn from_effect(effect: Effect) -> IdemkitEffect {
+        match effect {
+            Effect::ReadOnly => IdemkitEffect::ReadOnly,
+            Effect::Idempotent => IdemkitEffect::Idempotent,
+            Effect::Effectful => IdemkitEffect::Effectful,
+        }
+    }
+}
+
 /// An idempotency policy (SPEC §1). Fill it with
 /// `idemkit_policy_default(&policy, sizeof policy)` and change what you need; it is validated
 /// by `idemkit_tool_new`.
@@ -119,22 +160,142 @@ pub struct IdemkitPolicy {
     pub key_arguments: *const *const c_char,
     /// How many names `key_arguments` holds.
     pub key_argument_count: usize,
+    // ---- Added in idemkit 1.1: a struct of the 1.0 size (up to `key_argument_count`) is
+    // still accepted, and these fields then take their defaults.
+    /// An `idemkit_effect` code (default `IDEMKIT_EFFECT_IDEMPOTENT`): what a failure of the
+    /// body means (SPEC v1.1 rule 7).
+    pub effect: i32,
+    /// Error type names (as passed to `idemkit_fail`) whose failures are known to have had no
+    /// effect: the claim is released and the call may run again (UTF-8, copied by
+    /// `idemkit_tool_new`); NULL with `no_effect_error_count` 0 for none.
+    pub no_effect_errors: *const *const c_char,
+    /// How many names `no_effect_errors` holds.
+    pub no_effect_error_count: usize,
+    /// Error type names whose failures are permanent and whose effect is known (a declined
+    /// card): recorded as failures, so repeats get `IDEMKIT_ANSWER_CACHED_FAILURE`, even without
+    /// `cache_failures`; NULL with `permanent_error_count` 0 for none.
+    pub permanent_errors: *const *const c_char,
+    /// How many names `permanent_errors` holds.
+    pub permanent_error_count: usize,
+    /// Retries (SPEC v1.1 rule 8): how many runs in all a failed call may get, the first
+    /// included (default 0: no retry policy, as 1). Only failures the library releases are
+    /// retried (`READ_ONLY`, `IDEMPOTENT` without `cache_failures`, and failures of class
+    /// `NO_EFFECT`); held and recorded ones never are. See `idemkit_call_retry`.
+    pub retry_max_attempts: u32,
+    /// The pause before the first retry, in milliseconds (default 100); it doubles per retry up
+    /// to `retry_max_backoff_ms`, each pause drawn at random between half of it and all of it.
+    pub retry_initial_backoff_ms: u64,
+    /// The longest pause, in milliseconds (default 2000; not shorter than the first).
+    pub retry_max_backoff_ms: u64,
 }
+
+/// `idemkit_policy` as idemkit 1.0 knew it: the prefix of the current struct that a program
+/// compiled against the 1.0 header passes.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct PolicyV1 {
+    struct_size: usize,
+    strategy: i32,
+    on_cache_hit: i32,
+    cache_failures: bool,
+    ttl_seconds: u64,
+    lease_seconds: u64,
+    key_arguments: *const *const c_char,
+    key_argument_count: usize,
+}
+
+// The 1.0 struct is exactly the prefix of the current one.
+const _: () =
+    assert!(std::mem::size_of::<PolicyV1>() == std::mem::offset_of!(IdemkitPolicy, effect));
 
 /// A tool (call site): its name, which is the scope of its keys, its validated policy and its
 /// deadline. Immutable and safe to share between threads; freed with `idemkit_tool_free`.
 #[derive(Debug)]
 pub struct IdemkitTool {
     pub(super) tool: Tool,
+    /// How its calls' failures are retried (`retry_max_attempts` > 0).
+    pub(super) retry: Option<RetryPolicy>,
 }
 
-/// The sizes of `idemkit_policy` this library reads: its own (see `check_struct_size`).
-const POLICY_SIZES: [usize; 1] = [std::mem::size_of::<IdemkitPolicy>()];
+/// The size of `idemkit_policy` in idemkit 1.0.
+const POLICY_V1_SIZE: usize = std::mem::size_of::<PolicyV1>();
+
+/// The sizes of `idemkit_policy` this library reads: 1.0's and its own (see
+/// `check_struct_size`).
+const POLICY_SIZES: [usize; 2] = [POLICY_V1_SIZE, std::mem::size_of::<IdemkitPolicy>()];
+
+impl IdemkitPolicy {
+    /// The SPEC defaults, sized as the current struct.
+    fn defaults() -> IdemkitPolicy {
+        let defaults = Policy::default();
+        let retry = RetryPolicy::default();
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        IdemkitPolicy {
+            struct_size: std::mem::size_of::<IdemkitPolicy>(),
+            strategy: IdemkitStrategy::from_strategy(defaults.strategy) as i32,
+            on_cache_hit: IdemkitOnCacheHit::from_behavior(defaults.on_cache_hit) as i32,
+            cache_failures: defaults.cache_failures,
+            ttl_seconds: defaults.ttl.as_secs(),
+            lease_seconds: defaults.lease.as_secs(),
+            key_arguments: std::ptr::null(),
+            key_argument_count: 0,
+            effect: IdemkitEffect::from_effect(defaults.effect) as i32,
+            no_effect_errors: std::ptr::null(),
+            no_effect_error_count: 0,
+            permanent_errors: std::ptr::null(),
+            permanent_error_count: 0,
+            retry_max_attempts: 0,
+            retry_initial_backoff_ms: millis(retry.initial_backoff),
+            retry_max_backoff_ms: millis(retry.max_backoff),
+        }
+    }
+
+    /// The 1.0 prefix of this struct.
+    fn v1(&self) -> PolicyV1 {
+        PolicyV1 {
+            struct_size: self.struct_size,
+            strategy: self.strategy,
+            on_cache_hit: self.on_cache_hit,
+            cache_failures: self.cache_failures,
+            ttl_seconds: self.ttl_seconds,
+            lease_seconds: self.lease_seconds,
+            key_arguments: self.key_arguments,
+            key_argument_count: self.key_argument_count,
+        }
+    }
+
+    /// Reads a caller's policy of a known `size`: a 1.0 struct gets the defaults of the fields
+    /// added since.
+    ///
+    /// # Safety
+    /// `policy` is readable for `size` bytes, and `size` is one of `POLICY_SIZES`.
+    unsafe fn read(policy: *const IdemkitPolicy, size: usize) -> IdemkitPolicy {
+        if size == POLICY_V1_SIZE {
+            let old = policy.cast::<PolicyV1>().read();
+            IdemkitPolicy {
+                struct_size: old.struct_size,
+                strategy: old.strategy,
+                on_cache_hit: old.on_cache_hit,
+                cache_failures: old.cache_failures,
+                ttl_seconds: old.ttl_seconds,
+                lease_seconds: old.lease_seconds,
+                key_arguments: old.key_arguments,
+                key_argument_count: old.key_argument_count,
+                ..IdemkitPolicy::defaults()
+            }
+        } else {
+            policy.read()
+        }
+    }
+}
 
 const POLICY_INIT: &str = "idemkit_policy_default(&policy, sizeof policy)";
 
 /// Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
-/// TTL 3600 s, lease 300 s, no key arguments; and `policy->struct_size` with `struct_size`.
+/// TTL 3600 s, lease 300 s, no key arguments, effect `IDEMPOTENT`, no error lists, no retries
+/// (backoff 100 ms to 2000 ms once `retry_max_attempts` is set); and
+/// `policy->struct_size` with `struct_size`. A program compiled against the 1.0 header passes
+/// the 1.0 size, and only the 1.0 fields are written.
 ///
 /// Pass `sizeof` of your struct: `idemkit_policy_default(&policy, sizeof policy)`. A size the
 /// library does not know (see `idemkit_policy.struct_size`) answers
@@ -158,19 +319,16 @@ pub unsafe extern "C" fn idemkit_policy_default(
             "idemkit_policy",
             POLICY_INIT,
         )?;
-        // The only known size is the whole struct (an older, smaller size would get its prefix).
-        let out = &mut *policy;
-        let defaults = Policy::default();
-        *out = IdemkitPolicy {
+        let defaults = IdemkitPolicy {
             struct_size,
-            strategy: IdemkitStrategy::from_strategy(defaults.strategy) as i32,
-            on_cache_hit: IdemkitOnCacheHit::from_behavior(defaults.on_cache_hit) as i32,
-            cache_failures: defaults.cache_failures,
-            ttl_seconds: defaults.ttl.as_secs(),
-            lease_seconds: defaults.lease.as_secs(),
-            key_arguments: std::ptr::null(),
-            key_argument_count: 0,
+            ..IdemkitPolicy::defaults()
         };
+        if struct_size == POLICY_V1_SIZE {
+            // An older program's struct: only its prefix is the caller's memory.
+            policy.cast::<PolicyV1>().write(defaults.v1());
+        } else {
+            policy.write(defaults);
+        }
         Ok(())
     })
 }
@@ -183,7 +341,9 @@ pub unsafe extern "C" fn idemkit_policy_default(
 /// On OK, `*out` is a new tool the caller owns: free it with `idemkit_tool_free`. A policy whose
 /// `struct_size` the library does not know answers `IDEMKIT_STATUS_INVALID_ARGUMENT`. A policy
 /// the library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
-/// unknown enum code, a timeout not shorter than the lease) answers
+/// unknown enum code, a timeout not shorter than the lease, `READ_ONLY` with `cache_failures`
+/// or `permanent_errors`, an empty error type name, or one in both lists, a
+/// `retry_max_backoff_ms` shorter than `retry_initial_backoff_ms`) answers
 /// `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
 ///
 /// # Safety
@@ -200,18 +360,20 @@ pub unsafe extern "C" fn idemkit_tool_new(
         let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
         *out = std::ptr::null_mut();
         let name = required_str(name, "name")?;
+        let mut retry = None;
         let policy = if policy.is_null() {
             Policy::default()
         } else {
             // The size first, read on its own: the rest is read only as a struct it knows.
+            let size = std::ptr::addr_of!((*policy).struct_size).read();
             check_struct_size(
-                std::ptr::addr_of!((*policy).struct_size).read(),
+                size,
                 &POLICY_SIZES,
                 "policy.struct_size",
                 "idemkit_policy",
                 POLICY_INIT,
             )?;
-            let p = &*policy;
+            let p = &IdemkitPolicy::read(policy, size);
             let strategy = IdemkitStrategy::from_code(p.strategy).ok_or_else(|| {
                     Fault::from(Error::Configuration(format!(
                         "strategy {} on `{name}` is not an idemkit_strategy; use IDEMKIT_STRATEGY_HASH_INPUT (0) to IDEMKIT_STRATEGY_NONE (3)",
@@ -224,21 +386,50 @@ pub unsafe extern "C" fn idemkit_tool_new(
                         p.on_cache_hit
                     )))
                 })?;
+            let effect = IdemkitEffect::from_code(p.effect).ok_or_else(|| {
+                    Fault::from(Error::Configuration(format!(
+                        "effect {} on `{name}` is not an idemkit_effect; use IDEMKIT_EFFECT_IDEMPOTENT (0), IDEMKIT_EFFECT_READ_ONLY (1) or IDEMKIT_EFFECT_EFFECTFUL (2)",
+                        p.effect
+                    )))
+                })?;
             let key_arguments = str_array(
                 p.key_arguments,
                 p.key_argument_count,
                 "policy.key_arguments",
             )?;
+            let no_effect_errors = str_array(
+                p.no_effect_errors,
+                p.no_effect_error_count,
+                "policy.no_effect_errors",
+            )?;
+            let permanent_errors = str_array(
+                p.permanent_errors,
+                p.permanent_error_count,
+                "policy.permanent_errors",
+            )?;
+            if p.retry_max_attempts > 0 {
+                let policy = RetryPolicy::attempts(p.retry_max_attempts).with_backoff(
+                    Duration::from_millis(p.retry_initial_backoff_ms),
+                    Duration::from_millis(p.retry_max_backoff_ms),
+                );
+                policy
+                    .validate()
+                    .map_err(|e| Fault::from(e).context(&format!("`{name}`")))?;
+                retry = Some(policy);
+            }
             Policy::new(strategy.strategy())
                 .with_on_cache_hit(on_cache_hit)
                 .with_cache_failures(p.cache_failures)
                 .with_ttl(Duration::from_secs(p.ttl_seconds))
                 .with_lease(Duration::from_secs(p.lease_seconds))
                 .with_key_arguments(key_arguments)
+                .with_effect(effect)
+                .with_no_effect_errors(no_effect_errors)
+                .with_permanent_errors(permanent_errors)
         };
         let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
         let tool = Tool::with_timeout(name, policy, timeout)?;
-        *out = Box::into_raw(Box::new(IdemkitTool { tool }));
+        *out = Box::into_raw(Box::new(IdemkitTool { tool, retry }));
         Ok(())
     })
 }

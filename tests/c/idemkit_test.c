@@ -16,6 +16,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1293,6 +1294,366 @@ static void two_clients_of_one_redis_store_deduplicate(void) {
     idemkit_store_free(second);
 }
 
+/* ---- effect kinds and failure classes (SPEC v1.1 rule 7) ------------------------------- */
+
+/* Begins `input` under `tenant` and expects EXECUTE; answers the call (NULL if it was not). */
+static idemkit_call *execute_on(idemkit_store *store, idemkit_tool *tool, const char *tenant, const char *input) {
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, input, &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE && call != NULL, "%s: answer %d", input, (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    return call;
+}
+
+static idemkit_policy policy_with_effect(int32_t effect) {
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    policy.effect = effect;
+    policy.ttl_seconds = 60; /* the shared servers' records expire */
+    return policy;
+}
+
+/* The effect kinds and failure classes on one store; `tenant` keeps reruns on shared servers
+ * apart. */
+static void effects_on(idemkit_store *store, const char *tenant) {
+    if (!store) return;
+    idemkit_policy effectful = policy_with_effect(IDEMKIT_EFFECT_EFFECTFUL);
+    idemkit_tool *charge = make_tool("charge", &effectful, 0);
+
+    /* An EFFECTFUL failure of unknown class is held: INDETERMINATE now and for every repeat. */
+    idemkit_call *call = execute_on(store, charge, tenant, "{\"amount\":5}");
+    idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+    EXPECT_STATUS(idemkit_fail_as(call, "GatewayTimeout", "no answer in 30 s", IDEMKIT_FAILURE_CLASS_UNKNOWN,
+                                  &recording),
+                  IDEMKIT_STATUS_INDETERMINATE);
+    EXPECT(recording == IDEMKIT_RECORDING_HELD, "held: %d", (int)recording);
+    EXPECT(strstr(last_message(), "charge") != NULL, "message names the tool: %s", last_message());
+    idemkit_call_free(call);
+    for (int repeat = 0; repeat < 2; repeat++) {
+        idemkit_begin_result r;
+        call = NULL;
+        EXPECT_STATUS(idemkit_begin(store, charge, tenant, NULL, "{\"amount\":5}", &call, &r),
+                      IDEMKIT_STATUS_INDETERMINATE);
+        EXPECT(call == NULL && r.answer == IDEMKIT_ANSWER_NONE, "the held call does not run again");
+        EXPECT(strlen(r.key) == 64, "the key is reported: \"%s\"", r.key);
+        idemkit_begin_result_clear(&r);
+    }
+    /* idemkit_fail is class UNKNOWN: held as well. */
+    call = execute_on(store, charge, tenant, "{\"amount\":6}");
+    recording = IDEMKIT_RECORDING_FAILED;
+    EXPECT_STATUS(idemkit_fail(call, "GatewayTimeout", "no answer", &recording), IDEMKIT_STATUS_INDETERMINATE);
+    EXPECT(recording == IDEMKIT_RECORDING_HELD, "held: %d", (int)recording);
+    idemkit_call_free(call);
+
+    /* A failure known to have had no effect is released, even for an EFFECTFUL tool. */
+    call = execute_on(store, charge, tenant, "{\"amount\":7}");
+    recording = IDEMKIT_RECORDING_FAILED;
+    EXPECT_STATUS(idemkit_fail_as(call, "ConnectionRefused", "never sent", IDEMKIT_FAILURE_CLASS_NO_EFFECT,
+                                  &recording),
+                  IDEMKIT_STATUS_OK);
+    EXPECT(recording == IDEMKIT_RECORDING_RELEASED, "released: %d", (int)recording);
+    idemkit_call_free(call);
+    call = execute_on(store, charge, tenant, "{\"amount\":7}");
+    EXPECT_STATUS(idemkit_complete(call, "{\"charged\":7}", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+
+    /* A permanent failure is recorded without cache_failures: the repeat gets it. */
+    call = execute_on(store, charge, tenant, "{\"amount\":8}");
+    recording = IDEMKIT_RECORDING_FAILED;
+    EXPECT_STATUS(idemkit_fail_as(call, "CardDeclined", "insufficient funds", IDEMKIT_FAILURE_CLASS_PERMANENT,
+                                  &recording),
+                  IDEMKIT_STATUS_OK);
+    EXPECT(recording == IDEMKIT_RECORDING_RECORDED, "recorded: %d", (int)recording);
+    idemkit_call_free(call);
+    idemkit_begin_result r;
+    call = NULL;
+    EXPECT_STATUS(idemkit_begin(store, charge, tenant, NULL, "{\"amount\":8}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_FAILURE && call == NULL, "answer %d", (int)r.answer);
+    EXPECT(r.error_type && strcmp(r.error_type, "CardDeclined") == 0, "type %s", r.error_type ? r.error_type : "(null)");
+    EXPECT(r.error_message && strcmp(r.error_message, "insufficient funds") == 0, "message %s",
+           r.error_message ? r.error_message : "(null)");
+    idemkit_begin_result_clear(&r);
+    idemkit_tool_free(charge);
+
+    /* The policy's lists classify by error type; other types follow the effect. */
+    const char *no_effect[] = {"ConnectionRefused"};
+    const char *permanent[] = {"CardDeclined"};
+    effectful.no_effect_errors = no_effect;
+    effectful.no_effect_error_count = 1;
+    effectful.permanent_errors = permanent;
+    effectful.permanent_error_count = 1;
+    idemkit_tool *listed = make_tool("refund", &effectful, 0);
+    const char *types[] = {"ConnectionRefused", "CardDeclined", "GatewayTimeout"};
+    const idemkit_recording expected[] = {IDEMKIT_RECORDING_RELEASED, IDEMKIT_RECORDING_RECORDED,
+                                          IDEMKIT_RECORDING_HELD};
+    for (int i = 0; i < 3; i++) {
+        char input[32];
+        snprintf(input, sizeof input, "{\"n\":%d}", i);
+        call = execute_on(store, listed, tenant, input);
+        recording = IDEMKIT_RECORDING_FAILED;
+        idemkit_fail(call, types[i], "m", &recording);
+        EXPECT(recording == expected[i], "%s: recording %d", types[i], (int)recording);
+        idemkit_call_free(call);
+    }
+    idemkit_tool_free(listed);
+
+    /* READ_ONLY claims nothing: every call runs, and nothing is recorded. */
+    idemkit_policy read_only = policy_with_effect(IDEMKIT_EFFECT_READ_ONLY);
+    idemkit_tool *lookup = make_tool("lookup", &read_only, 0);
+    for (int i = 0; i < 3; i++) {
+        call = execute_on(store, lookup, tenant, "{\"id\":1}");
+        recording = IDEMKIT_RECORDING_FAILED;
+        if (i == 1) {
+            EXPECT_STATUS(idemkit_fail_as(call, "Busy", "try later", IDEMKIT_FAILURE_CLASS_UNKNOWN, &recording),
+                          IDEMKIT_STATUS_OK);
+        } else {
+            EXPECT_STATUS(idemkit_complete(call, "{\"name\":\"x\"}", &recording), IDEMKIT_STATUS_OK);
+        }
+        EXPECT(recording == IDEMKIT_RECORDING_UNPROTECTED, "unprotected: %d", (int)recording);
+        idemkit_call_free(call);
+    }
+    idemkit_tool_free(lookup);
+}
+
+static void effect_kinds_and_failure_classes(void) {
+    idemkit_store *store = memory_store();
+    effects_on(store, NULL);
+    idemkit_store_free(store);
+}
+
+static void effects_on_server(const char *url, const char *what) {
+    idemkit_store *store = server_store(url);
+    char tenant[96];
+    fresh_tenant(tenant, sizeof tenant, what);
+    effects_on(store, tenant);
+    idemkit_store_free(store);
+}
+
+static void redis_effect_kinds_and_failure_classes(void) {
+    effects_on_server(redis_url(), "effects");
+}
+
+static void postgres_effect_kinds_and_failure_classes(void) {
+    effects_on_server(postgres_url(), "effects");
+}
+
+static void bad_effect_and_failure_class_codes_are_refused(void) {
+    idemkit_policy policy = policy_with_effect(7);
+    idemkit_tool *tool = (idemkit_tool *)&policy;
+    EXPECT_STATUS(idemkit_tool_new("charge", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
+    EXPECT(tool == NULL, "no tool");
+    EXPECT(strstr(last_message(), "effect 7") && strstr(last_message(), "IDEMKIT_EFFECT_IDEMPOTENT"), "message: %s",
+           last_message());
+    policy = policy_with_effect(IDEMKIT_EFFECT_READ_ONLY);
+    policy.cache_failures = true;
+    EXPECT_STATUS(idemkit_tool_new("lookup", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
+    EXPECT(strstr(last_message(), "cache_failures") && strstr(last_message(), "READ_ONLY"), "message: %s",
+           last_message());
+
+    idemkit_store *store = memory_store();
+    policy = policy_with_effect(IDEMKIT_EFFECT_EFFECTFUL);
+    tool = make_tool("charge", &policy, 0);
+    idemkit_call *call = execute_on(store, tool, NULL, "{}");
+    EXPECT_STATUS(idemkit_fail_as(call, "E", "m", 3, NULL), IDEMKIT_STATUS_INVALID_ARGUMENT);
+    EXPECT(strstr(last_message(), "failure_class 3"), "message: %s", last_message());
+    /* The call stays open. */
+    EXPECT_STATUS(idemkit_fail_as(call, "E", "m", IDEMKIT_FAILURE_CLASS_NO_EFFECT, NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
+/* idemkit_policy as the idemkit 1.0 header declared it, before `effect` and the error lists. */
+struct idemkit_policy_1_0 {
+    size_t struct_size;
+    int32_t strategy;
+    int32_t on_cache_hit;
+    bool cache_failures;
+    uint64_t ttl_seconds;
+    uint64_t lease_seconds;
+    const char *const *key_arguments;
+    size_t key_argument_count;
+};
+
+/* A program compiled against the 1.0 header keeps working: its smaller struct is filled and
+ * read as such, and the fields added since take their defaults. */
+static void a_policy_of_the_1_0_size_is_accepted_with_defaults_for_the_new_fields(void) {
+    EXPECT(sizeof(struct idemkit_policy_1_0) == offsetof(idemkit_policy, effect), "the 1.0 struct is the prefix");
+    /* The old struct at the start of a larger buffer whose tail must stay untouched and unread. */
+    union {
+        struct idemkit_policy_1_0 old;
+        unsigned char bytes[sizeof(idemkit_policy) + 64];
+    } buffer;
+    memset(&buffer, 0x5a, sizeof buffer);
+    EXPECT_STATUS(idemkit_policy_default((idemkit_policy *)&buffer.old, sizeof buffer.old), IDEMKIT_STATUS_OK);
+    EXPECT(buffer.old.struct_size == sizeof buffer.old && buffer.old.ttl_seconds == 3600, "1.0 defaults");
+    for (size_t i = sizeof buffer.old; i < sizeof buffer.bytes; i++) {
+        if (buffer.bytes[i] != 0x5a) {
+            EXPECT(0, "byte %zu past the 1.0 struct was written", i);
+            break;
+        }
+    }
+    idemkit_tool *tool = NULL;
+    /* The tail reads as effect 0x5a5a5a5a, which would be refused if it were read. */
+    EXPECT_STATUS(idemkit_tool_new("send_email", (const idemkit_policy *)&buffer.old, 0, &tool), IDEMKIT_STATUS_OK);
+    idemkit_store *store = memory_store();
+    idemkit_call *call = execute_on(store, tool, NULL, "{\"to\":\"old\"}");
+    idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+    EXPECT_STATUS(idemkit_fail(call, "MailError", "mailbox full", &recording), IDEMKIT_STATUS_OK);
+    EXPECT(recording == IDEMKIT_RECORDING_RELEASED, "IDEMPOTENT by default: %d", (int)recording);
+    idemkit_call_free(call);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+
+    idemkit_policy current;
+    EXPECT_STATUS(idemkit_policy_default(&current, sizeof current), IDEMKIT_STATUS_OK);
+    EXPECT(current.effect == IDEMKIT_EFFECT_IDEMPOTENT && current.no_effect_errors == NULL &&
+               current.no_effect_error_count == 0 && current.permanent_errors == NULL &&
+               current.permanent_error_count == 0,
+           "defaults of the new fields");
+    /* A size between the two is neither. */
+    EXPECT_STATUS(idemkit_policy_default(&current, sizeof buffer.old + 8), IDEMKIT_STATUS_INVALID_ARGUMENT);
+}
+
+/* ---- retries (SPEC v1.1 rule 8) -------------------------------------------------------- */
+
+/* Runs a call whose body fails `failures` times and then succeeds, asking idemkit_call_retry
+ * after every failure; answers how often the body ran. The library decides every retry. */
+static int runs_with_retries(idemkit_store *store, idemkit_tool *tool, const char *tenant, const char *input,
+                             int failures, int32_t failure_class, idemkit_status *last_status) {
+    idemkit_call *call = execute_on(store, tool, tenant, input);
+    int runs = 0;
+    while (call) {
+        runs++;
+        idemkit_status status;
+        if (runs > failures) {
+            status = idemkit_complete(call, "{\"ok\":true}", NULL);
+        } else {
+            status = idemkit_fail_as(call, "Unavailable", "try later", failure_class, NULL);
+        }
+        *last_status = status;
+        int64_t pause = -2;
+        EXPECT_STATUS(idemkit_call_retry_pause(call, &pause), IDEMKIT_STATUS_OK);
+        idemkit_begin_result r;
+        EXPECT_STATUS(idemkit_call_retry(call, &r), IDEMKIT_STATUS_OK);
+        EXPECT((pause >= 0) == (r.answer == IDEMKIT_ANSWER_EXECUTE), "pause %" PRId64 " and answer %d agree", pause,
+               (int)r.answer);
+        EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE || r.answer == IDEMKIT_ANSWER_NONE, "answer %d", (int)r.answer);
+        EXPECT(r.answer != IDEMKIT_ANSWER_EXECUTE || strlen(r.key) == 64, "key \"%s\"", r.key);
+        idemkit_begin_result_clear(&r);
+        if (r.answer != IDEMKIT_ANSWER_EXECUTE || runs > 10) {
+            idemkit_call_free(call);
+            call = NULL;
+        }
+    }
+    return runs;
+}
+
+static void retries_on(idemkit_store *store, const char *tenant) {
+    if (!store) return;
+    idemkit_policy policy = policy_with_effect(IDEMKIT_EFFECT_IDEMPOTENT);
+    policy.retry_max_attempts = 3;
+    policy.retry_initial_backoff_ms = 1;
+    policy.retry_max_backoff_ms = 5;
+    idemkit_tool *tool = make_tool("send_email", &policy, 0);
+    idemkit_status status = IDEMKIT_STATUS_PANIC;
+
+    /* A released failure runs again, up to 3 runs in all. */
+    int runs = runs_with_retries(store, tool, tenant, "{\"r\":1}", 5, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
+    EXPECT(runs == 3, "runs %d", runs);
+    EXPECT_STATUS(status, IDEMKIT_STATUS_OK);
+    /* Two failures, then a success: recorded, and a repeat replays it. */
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":2}", 2, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
+    EXPECT(runs == 3, "runs %d", runs);
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, "{\"r\":2}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS, "answer %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    /* A permanent failure is recorded, never retried. */
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":3}", 5, IDEMKIT_FAILURE_CLASS_PERMANENT, &status);
+    EXPECT(runs == 1, "runs %d", runs);
+    idemkit_tool_free(tool);
+
+    /* A held failure is never retried; one known to have had no effect is. */
+    policy.effect = IDEMKIT_EFFECT_EFFECTFUL;
+    tool = make_tool("charge", &policy, 0);
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":4}", 5, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
+    EXPECT(runs == 1, "runs %d", runs);
+    EXPECT_STATUS(status, IDEMKIT_STATUS_INDETERMINATE);
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":5}", 5, IDEMKIT_FAILURE_CLASS_NO_EFFECT, &status);
+    EXPECT(runs == 3, "runs %d", runs);
+    idemkit_tool_free(tool);
+
+    /* Without a retry policy nothing is retried. */
+    policy = policy_with_effect(IDEMKIT_EFFECT_IDEMPOTENT);
+    tool = make_tool("send_email", &policy, 0);
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":6}", 5, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
+    EXPECT(runs == 1, "runs %d", runs);
+    idemkit_tool_free(tool);
+}
+
+static void retries_are_decided_by_the_library(void) {
+    idemkit_store *store = memory_store();
+    retries_on(store, NULL);
+
+    /* While a retry is due the call cannot be reported again, and the pause is waited out. */
+    idemkit_policy policy = policy_with_effect(IDEMKIT_EFFECT_IDEMPOTENT);
+    policy.retry_max_attempts = 2;
+    policy.retry_initial_backoff_ms = 200;
+    policy.retry_max_backoff_ms = 200;
+    idemkit_tool *tool = make_tool("send_email", &policy, 0);
+    idemkit_call *call = execute_on(store, tool, NULL, "{\"r\":7}");
+    idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+    EXPECT_STATUS(idemkit_fail(call, "Unavailable", "later", &recording), IDEMKIT_STATUS_OK);
+    EXPECT(recording == IDEMKIT_RECORDING_RELEASED, "released: %d", (int)recording);
+    int64_t pause = -1;
+    EXPECT_STATUS(idemkit_call_retry_pause(call, &pause), IDEMKIT_STATUS_OK);
+    EXPECT(pause >= 90 && pause <= 200, "pause %" PRId64 " ms (100-200)", pause);
+    EXPECT_STATUS(idemkit_complete(call, "1", NULL), IDEMKIT_STATUS_INVALID_ARGUMENT);
+    EXPECT(strstr(last_message(), "idemkit_call_retry"), "message: %s", last_message());
+    long before = now_ms();
+    idemkit_begin_result r;
+    EXPECT_STATUS(idemkit_call_retry(call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE, "answer %d", (int)r.answer);
+    EXPECT(now_ms() - before >= pause - 1, "waited %ld ms of %" PRId64, now_ms() - before, pause);
+    idemkit_begin_result_clear(&r);
+    /* Asking again before reporting is refused. */
+    EXPECT_STATUS(idemkit_call_retry(call, &r), IDEMKIT_STATUS_INVALID_ARGUMENT);
+    EXPECT_STATUS(idemkit_complete(call, "1", &recording), IDEMKIT_STATUS_OK);
+    EXPECT(recording == IDEMKIT_RECORDING_RECORDED, "recorded: %d", (int)recording);
+    EXPECT_STATUS(idemkit_call_retry(call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_NONE, "no retry after a success: %d", (int)r.answer);
+    idemkit_call_free(call);
+    idemkit_tool_free(tool);
+
+    /* A bad retry policy is refused naming the field. */
+    policy.retry_initial_backoff_ms = 500;
+    policy.retry_max_backoff_ms = 100;
+    tool = (idemkit_tool *)&policy;
+    EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
+    EXPECT(tool == NULL && strstr(last_message(), "retry_max_backoff_ms") &&
+               strstr(last_message(), "retry_initial_backoff_ms") && strstr(last_message(), "send_email"),
+           "message: %s", last_message());
+    idemkit_store_free(store);
+}
+
+static void redis_retries(void) {
+    idemkit_store *store = server_store(redis_url());
+    char tenant[96];
+    fresh_tenant(tenant, sizeof tenant, "retries");
+    retries_on(store, tenant);
+    idemkit_store_free(store);
+}
+
+static void postgres_retries(void) {
+    idemkit_store *store = server_store(postgres_url());
+    char tenant[96];
+    fresh_tenant(tenant, sizeof tenant, "retries");
+    retries_on(store, tenant);
+    idemkit_store_free(store);
+}
+
 static void the_last_error_message_reports_its_size(void) {
     idemkit_store *store = NULL;
     EXPECT_STATUS(idemkit_store_open(NULL, NULL, &store), IDEMKIT_STATUS_NULL_POINTER);
@@ -1355,16 +1716,25 @@ int main(int argc, char **argv) {
         structs_carry_their_size_and_unknown_sizes_are_refused);
     run("configuration errors are refused when built", configuration_errors_are_refused_when_built);
     run("an unreachable store is store_unavailable", an_unreachable_store_is_store_unavailable);
+    run("effect kinds and failure classes", effect_kinds_and_failure_classes);
+    run("bad effect and failure class codes are refused", bad_effect_and_failure_class_codes_are_refused);
+    run("retries are decided by the library", retries_are_decided_by_the_library);
+    run("a policy of the 1.0 size is accepted with defaults for the new fields",
+        a_policy_of_the_1_0_size_is_accepted_with_defaults_for_the_new_fields);
     if (redis_url()) {
         run("two clients of one Redis store deduplicate", two_clients_of_one_redis_store_deduplicate);
         run("Redis: an in-progress key fails with in_progress at the deadline",
             redis_an_in_progress_key_fails_with_in_progress_at_the_deadline);
+        run("Redis: effect kinds and failure classes", redis_effect_kinds_and_failure_classes);
+        run("Redis: retries", redis_retries);
     } else {
         printf("note: set IDEMKIT_REDIS_URL (scripts/services.sh env) to run the calls on Redis too\n");
     }
     if (postgres_url()) {
         run("PostgreSQL: an in-progress key fails with in_progress at the deadline",
             postgres_an_in_progress_key_fails_with_in_progress_at_the_deadline);
+        run("PostgreSQL: effect kinds and failure classes", postgres_effect_kinds_and_failure_classes);
+        run("PostgreSQL: retries", postgres_retries);
     } else {
         printf("note: set IDEMKIT_POSTGRES_URL (scripts/services.sh env) to run the calls on PostgreSQL too\n");
     }

@@ -3,4 +3,5 @@
 //! could link.)
 
 mod boundary;
+mod effects;
 mod protocol;

@@ -6,11 +6,11 @@ use std::ptr::{null, null_mut};
 
 use crate::*;
 
-fn c(text: &str) -> CString {
+pub(super) fn c(text: &str) -> CString {
     CString::new(text).unwrap()
 }
 
-fn last_message() -> String {
+pub(super) fn last_message() -> String {
     let mut needed = 0usize;
     let status = unsafe { idemkit_last_error_message(null_mut(), 0, &mut needed) };
     assert_eq!(status, IdemkitStatus::Ok);
@@ -23,7 +23,7 @@ fn last_message() -> String {
         .to_owned()
 }
 
-fn memory_store() -> *mut IdemkitStore {
+pub(super) fn memory_store() -> *mut IdemkitStore {
     let mut store = null_mut();
     let url = c("memory:");
     assert_eq!(
@@ -34,7 +34,7 @@ fn memory_store() -> *mut IdemkitStore {
     store
 }
 
-fn default_policy() -> IdemkitPolicy {
+pub(super) fn default_policy() -> IdemkitPolicy {
     let mut policy = std::mem::MaybeUninit::<IdemkitPolicy>::uninit();
     assert_eq!(
         unsafe {
@@ -45,7 +45,7 @@ fn default_policy() -> IdemkitPolicy {
     unsafe { policy.assume_init() }
 }
 
-fn tool(name: &str, policy: &IdemkitPolicy) -> *mut IdemkitTool {
+pub(super) fn tool(name: &str, policy: &IdemkitPolicy) -> *mut IdemkitTool {
     let mut tool = null_mut();
     let name = c(name);
     assert_eq!(
@@ -57,7 +57,7 @@ fn tool(name: &str, policy: &IdemkitPolicy) -> *mut IdemkitTool {
     tool
 }
 
-fn empty_result() -> IdemkitBeginResult {
+pub(super) fn empty_result() -> IdemkitBeginResult {
     IdemkitBeginResult {
         answer: IdemkitAnswer::None,
         key: [0; 65],
@@ -67,7 +67,7 @@ fn empty_result() -> IdemkitBeginResult {
     }
 }
 
-fn begin(
+pub(super) fn begin(
     store: *const IdemkitStore,
     tool: *const IdemkitTool,
     input: &str,
@@ -89,7 +89,7 @@ fn begin(
     (status, call, result)
 }
 
-fn text(ptr: *const c_char) -> String {
+pub(super) fn text(ptr: *const c_char) -> String {
     assert!(!ptr.is_null());
     unsafe { CStr::from_ptr(ptr) }.to_str().unwrap().to_owned()
 }
