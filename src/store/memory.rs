@@ -252,6 +252,7 @@ impl MemoryStore {
             ttl_ms: request.ttl_ms as i64,
             expires_at: lease_end.saturating_add(request.ttl_ms as i64),
             outcome: None,
+            fingerprint: None,
         }
     }
 }

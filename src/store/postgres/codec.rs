@@ -48,6 +48,7 @@ pub(super) fn record_from_row(row: &Row, offset: usize) -> Result<Option<Record>
         ttl_ms: row.try_get(offset + 8).map_err(corrupt)?,
         expires_at: row.try_get(offset + 9).map_err(corrupt)?,
         outcome,
+        fingerprint: None,
         key,
     }))
 }

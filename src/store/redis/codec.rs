@@ -149,6 +149,7 @@ fn record_from_fields(fields: [Option<&Value>; 11]) -> Result<Record, StoreError
         ttl_ms: ttl_ms.ok_or_else(|| missing("ttl_ms"))?,
         expires_at: expires_at.ok_or_else(|| missing("expires_at"))?,
         outcome,
+        fingerprint: None,
     })
 }
 
