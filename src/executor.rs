@@ -1373,6 +1373,7 @@ impl Executor {
                     lease_ms: ticket.lease_ms,
                     ttl_ms: ticket.ttl_ms,
                     retry_failure: ticket.retry_failure,
+                    fingerprint: None,
                 };
                 ticket.store.claim(&request).await
             };

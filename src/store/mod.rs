@@ -51,6 +51,9 @@ pub struct ClaimRequest<'a> {
     /// `RETURN_CACHED_IF_SUCCESS`: a remembered failure is replaced by this claim in the same
     /// atomic operation.
     pub retry_failure: bool,
+    /// The call's payload fingerprint (SPEC v1.1 rule 9, [`crate::key::fingerprint`]), kept in
+    /// the record a successful claim makes; `None` when the call has no input.
+    pub fingerprint: Option<&'a str>,
 }
 
 /// What a claim found.
