@@ -322,6 +322,15 @@ pub enum KeyInput<'a> {
     Canonical(&'a CanonicalValue),
     /// `EXPLICIT` strategy: the key the call site supplies (`key_arguments` do not apply).
     Explicit(&'a str),
+    /// `EXPLICIT` strategy with the call's payload: the key is derived from `key` alone, as for
+    /// [`KeyInput::Explicit`]; the payload gives the record's fingerprint, so that a repeat of
+    /// the key with another payload is refused (SPEC v1.1 rule 9).
+    ExplicitWithPayload {
+        /// The key the call site supplies.
+        key: &'a str,
+        /// The call's whole input.
+        payload: &'a serde_json::Value,
+    },
 }
 
 /// A key: the 32-byte SHA-256 of the canonical material. `Display`, `Debug` and
@@ -426,7 +435,8 @@ pub fn canonical_material(
 }
 
 /// The canonical JSON (§2) of a call's whole input: what [`fingerprint`] hashes, byte for byte.
-/// `key_arguments` do not apply. `None` for [`KeyInput::Explicit`], which carries no payload.
+/// `key_arguments` do not apply; for [`KeyInput::ExplicitWithPayload`] it is the payload's.
+/// `None` for [`KeyInput::Explicit`], which carries no payload.
 pub fn canonical_input(input: KeyInput<'_>) -> Result<Option<String>, KeyError> {
     let mut out = Vec::with_capacity(64);
     if !write_input(input, &mut out)? {
@@ -443,7 +453,7 @@ pub fn canonical_input(input: KeyInput<'_>) -> Result<Option<String>, KeyError> 
 ///
 /// It does not depend on scope, tenant, run or `key_arguments`, and it is never the input:
 /// a record keeps the fingerprint, not the arguments. `None` for [`KeyInput::Explicit`], which
-/// carries no payload (an `EXPLICIT` call gives its payload separately, as JSON or a value).
+/// carries no payload; an `EXPLICIT` call gives one with [`KeyInput::ExplicitWithPayload`].
 pub fn fingerprint(input: KeyInput<'_>) -> Result<Option<String>, KeyError> {
     let mut sink = HashSink::new();
     if !write_input(input, &mut sink)? {
@@ -456,6 +466,7 @@ pub fn fingerprint(input: KeyInput<'_>) -> Result<Option<String>, KeyError> {
 fn write_input<S: Sink>(input: KeyInput<'_>, out: &mut S) -> Result<bool, KeyError> {
     match input {
         KeyInput::Explicit(_) => return Ok(false),
+        KeyInput::ExplicitWithPayload { payload, .. } => write_json_data(payload, &[], out)?,
         KeyInput::Json(json) => {
             let tape = parse::parse(json).map_err(|f| f.into_error("input"))?;
             write_tree_data(&tape, &[], out)?;
@@ -552,7 +563,7 @@ fn write_material<S: Sink>(
     let tenant = scope.tenant.map(|t| identity("tenant", t)).transpose()?;
     let run = scope.run.map(|r| identity("run", r)).transpose()?;
     let scope_name = identity("scope", scope.scope)?;
-    if let KeyInput::Explicit(key) = input {
+    if let KeyInput::Explicit(key) | KeyInput::ExplicitWithPayload { key, .. } = input {
         if is_blank(key) {
             return Err(KeyError::BlankExplicitKey);
         }
@@ -568,7 +579,7 @@ fn write_material<S: Sink>(
     out.put(b",");
     text::write_str(&scope_name, out);
     match input {
-        KeyInput::Explicit(key) => {
+        KeyInput::Explicit(key) | KeyInput::ExplicitWithPayload { key, .. } => {
             out.put(b",\"explicit\",");
             write_nfc_str(key, out);
         }
