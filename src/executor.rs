@@ -698,6 +698,21 @@ impl Executor {
         context: &CallContext,
         raw: RawInput<'_>,
     ) -> Result<Attempt, Error> {
+        self.prepare_raw_with_payload(tool, context, raw, None)
+    }
+
+    /// [`Executor::prepare_raw`] for a face that also hands over an `EXPLICIT` call's input
+    /// (JSON text), whose fingerprint the record keeps and a repeat is checked against (SPEC
+    /// v1.1 rule 9). `payload` is ignored for the other strategies: `HASH_INPUT` fingerprints
+    /// its input, `UUID` and `NONE` keep no record. (`RawInput::json` of an `EXPLICIT` call is
+    /// not taken as its payload: the faces pass the supplied key there.)
+    pub fn prepare_raw_with_payload(
+        &self,
+        tool: &Tool,
+        context: &CallContext,
+        raw: RawInput<'_>,
+        payload: Option<&str>,
+    ) -> Result<Attempt, Error> {
         let decoded;
         let input = match tool.policy().strategy {
             KeyStrategy::HashInput => match raw.json {
@@ -721,16 +736,16 @@ impl Executor {
             // UUID and NONE derive no key from the input.
             KeyStrategy::Uuid | KeyStrategy::None => KeyInput::Json("null"),
         };
-        // An EXPLICIT call's input, when the face passes it, is its payload (SPEC v1.1 rule 9).
         let payload = match tool.policy().strategy {
-            KeyStrategy::Explicit => raw.json,
+            KeyStrategy::Explicit => payload,
             _ => None,
         };
         self.prepare_with(tool.clone(), context, input, payload)
     }
 
     /// `payload`: an `EXPLICIT` call's input as JSON text, when a face passes it apart from the
-    /// key ([`RawInput::json`]); the Rust face gives it in [`KeyInput::ExplicitWithPayload`].
+    /// key ([`Executor::prepare_raw_with_payload`]); the Rust face gives it in
+    /// [`KeyInput::ExplicitWithPayload`].
     fn prepare_with<T: Borrow<Tool>>(
         &self,
         holder: T,

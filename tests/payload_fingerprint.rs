@@ -273,17 +273,36 @@ async fn a_record_without_a_fingerprint_never_mismatches(store: Arc<dyn Store>) 
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
 
-/// The faces' path (Java, C): an `EXPLICIT` call's JSON input is its payload.
+/// The faces' path (Java, C): `prepare_raw_with_payload` takes an `EXPLICIT` call's JSON input as
+/// its payload; `prepare_raw`, whose `json` the faces fill with the supplied key itself (C: any
+/// text, not JSON), keeps no fingerprint and still works.
 async fn a_faces_explicit_call_passes_its_input_as_the_payload(store: Arc<dyn Store>) {
     let executor = Executor::new(store.clone());
     let tool = explicit_tool("face_charge");
-    let raw = |json: &'static str| RawInput {
-        json: Some(json),
+    // As the C face calls it today: the key text in both fields.
+    let as_c = RawInput {
+        json: Some("k-0 not json"),
+        supplied_key: Some(SuppliedKey::Text("k-0 not json")),
+    };
+    let mut plain = executor
+        .prepare_raw(&tool, &CallContext::new(), as_c)
+        .expect("the key text is not taken for a payload");
+    assert!(matches!(
+        executor.advance(&mut plain, None).await.unwrap(),
+        Step::Run
+    ));
+    assert_eq!(executor.succeed(&mut plain, "0").await.name(), "recorded");
+    let plain_key = explicit_key(&tool, "k-0 not json");
+    assert_eq!(record(&store, &plain_key).await.fingerprint, None);
+
+    let raw = RawInput {
+        json: None,
         supplied_key: Some(SuppliedKey::Text("k-1")),
     };
-    let mut first = executor
-        .prepare_raw(&tool, &CallContext::new(), raw(r#"{"amount":1}"#))
-        .unwrap();
+    let prepare = |payload: &'static str| {
+        executor.prepare_raw_with_payload(&tool, &CallContext::new(), raw, Some(payload))
+    };
+    let mut first = prepare(r#"{"amount":1}"#).unwrap();
     assert!(matches!(
         executor.advance(&mut first, None).await.unwrap(),
         Step::Run
@@ -294,16 +313,12 @@ async fn a_faces_explicit_call_passes_its_input_as_the_payload(store: Arc<dyn St
         record(&store, &key).await.fingerprint,
         fingerprint(KeyInput::Json(r#"{"amount":1}"#)).unwrap()
     );
-    let mut same = executor
-        .prepare_raw(&tool, &CallContext::new(), raw(r#"{"amount":1.0}"#))
-        .unwrap();
+    let mut same = prepare(r#"{"amount":1.0}"#).unwrap();
     assert_eq!(
         executor.advance(&mut same, None).await.unwrap(),
         Step::Replay("1".to_owned())
     );
-    let mut other = executor
-        .prepare_raw(&tool, &CallContext::new(), raw(r#"{"amount":2}"#))
-        .unwrap();
+    let mut other = prepare(r#"{"amount":2}"#).unwrap();
     let error = executor.advance(&mut other, None).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::PayloadMismatch);
     assert_eq!(error.kind().code(), 11);
