@@ -114,6 +114,11 @@ enum idemkit_status
    */
   IDEMKIT_STATUS_INTERNAL = 10,
   /**
+   * A repeat of a key with another payload than the call that made its record (SPEC v1.1
+   * rule 9; HTTP's 422). Nothing ran: a new request needs a new key.
+   */
+  IDEMKIT_STATUS_PAYLOAD_MISMATCH = 11,
+  /**
    * A pointer argument that must not be NULL was NULL. Nothing was done.
    */
   IDEMKIT_STATUS_NULL_POINTER = 100,

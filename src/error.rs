@@ -31,11 +31,14 @@ pub enum ErrorKind {
     Timeout = 9,
     /// A bug inside idemkit (a panic caught at a language boundary, a broken invariant).
     Internal = 10,
+    /// A repeat of a key with another payload than the call that made its record (SPEC v1.1
+    /// rule 9; HTTP's 422). Nothing ran: a new request needs a new key.
+    PayloadMismatch = 11,
 }
 
 impl ErrorKind {
     /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::InvalidKey,
         ErrorKind::Configuration,
         ErrorKind::CachedFailure,
@@ -46,6 +49,7 @@ impl ErrorKind {
         ErrorKind::OutcomeTooLarge,
         ErrorKind::Timeout,
         ErrorKind::Internal,
+        ErrorKind::PayloadMismatch,
     ];
 
     /// The stable numeric code (C ABI, Java).
@@ -71,6 +75,7 @@ impl ErrorKind {
             ErrorKind::OutcomeTooLarge => "outcome_too_large",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Internal => "internal",
+            ErrorKind::PayloadMismatch => "payload_mismatch",
         }
     }
 }
@@ -218,10 +223,31 @@ pub enum Error {
         /// unknown with the claim left in progress.
         outcome: String,
     },
+    /// A repeat of a key whose record was made by a call with another payload: the fingerprints
+    /// of the two inputs differ (SPEC v1.1 rule 9). Kind [`ErrorKind::PayloadMismatch`]; nothing
+    /// ran and the record is unchanged. Checked for `EXPLICIT` keys given a payload, and for
+    /// `HASH_INPUT` with `key_arguments` when the policy asks
+    /// ([`Policy::with_reject_payload_mismatch`](crate::Policy::with_reject_payload_mismatch)).
+    #[error("`{tool}` was called under key {key} with another payload than the call that made the record{}; nothing was run. A new request needs a new key", tenant_note(.tenant.as_deref()))]
+    PayloadMismatch {
+        /// The tool.
+        tool: String,
+        /// The call's key (64 hex digits).
+        key: String,
+        /// The call's tenant.
+        tenant: Option<String>,
+    },
     /// A bug inside idemkit (a panic caught at a language boundary, a broken invariant). Kind
     /// [`ErrorKind::Internal`]; please report it.
     #[error("internal error in idemkit: {0}")]
     Internal(String),
+}
+
+/// ` (tenant "t")`, or nothing without a tenant, for [`Error::PayloadMismatch`]'s message.
+fn tenant_note(tenant: Option<&str>) -> String {
+    tenant
+        .map(|t| format!(" (tenant {t:?})"))
+        .unwrap_or_default()
 }
 
 /// Why an outcome is indeterminate, for [`Error::Indeterminate`]'s message.
@@ -250,6 +276,7 @@ impl Error {
             }
             Error::OutcomeTooLarge { .. } => ErrorKind::OutcomeTooLarge,
             Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::PayloadMismatch { .. } => ErrorKind::PayloadMismatch,
             Error::Internal(_) => ErrorKind::Internal,
         }
     }
@@ -262,7 +289,8 @@ impl Error {
             | Error::InProgress { key, .. }
             | Error::Indeterminate { key, .. }
             | Error::OutcomeTooLarge { key, .. }
-            | Error::Timeout { key, .. } => Some(key),
+            | Error::Timeout { key, .. }
+            | Error::PayloadMismatch { key, .. } => Some(key),
             _ => None,
         }
     }

@@ -238,6 +238,8 @@ pub struct Attempt<T: Borrow<Tool> = Tool> {
     retry: Option<Arc<RetryPolicy>>,
     /// Runs started so far.
     runs: u32,
+    /// The payload fingerprint the record keeps (SPEC v1.1 rule 9), when the call has an input.
+    fingerprint: Option<String>,
     /// The call's span (feature `tracing`): `idemkit.call`, see [`Executor::call`].
     #[cfg(feature = "tracing")]
     span: tracing::Span,
@@ -478,7 +480,7 @@ impl Executor {
         F: FnOnce(CallInfo) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut attempt = self.prepare_with(tool, context, input)?;
+        let mut attempt = self.prepare_with(tool, context, input, None)?;
         attempt.retry = None;
         #[cfg(feature = "tracing")]
         {
@@ -541,7 +543,7 @@ impl Executor {
         F: FnMut(CallInfo) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut attempt = self.prepare_with(tool, context, input)?;
+        let mut attempt = self.prepare_with(tool, context, input, None)?;
         if let Some(retry) = options.retry {
             retry.validate()?;
             attempt.retry = Some(Arc::new(retry));
@@ -684,7 +686,7 @@ impl Executor {
         context: &CallContext,
         input: KeyInput<'_>,
     ) -> Result<Attempt, Error> {
-        self.prepare_with(tool.clone(), context, input)
+        self.prepare_with(tool.clone(), context, input, None)
     }
 
     /// Derives the call's key from the input a face hands over, picking by the tool's strategy
@@ -695,6 +697,21 @@ impl Executor {
         tool: &Tool,
         context: &CallContext,
         raw: RawInput<'_>,
+    ) -> Result<Attempt, Error> {
+        self.prepare_raw_with_payload(tool, context, raw, None)
+    }
+
+    /// [`Executor::prepare_raw`] for a face that also hands over an `EXPLICIT` call's input
+    /// (JSON text), whose fingerprint the record keeps and a repeat is checked against (SPEC
+    /// v1.1 rule 9). `payload` is ignored for the other strategies: `HASH_INPUT` fingerprints
+    /// its input, `UUID` and `NONE` keep no record. (`RawInput::json` of an `EXPLICIT` call is
+    /// not taken as its payload: the faces pass the supplied key there.)
+    pub fn prepare_raw_with_payload(
+        &self,
+        tool: &Tool,
+        context: &CallContext,
+        raw: RawInput<'_>,
+        payload: Option<&str>,
     ) -> Result<Attempt, Error> {
         let decoded;
         let input = match tool.policy().strategy {
@@ -719,14 +736,22 @@ impl Executor {
             // UUID and NONE derive no key from the input.
             KeyStrategy::Uuid | KeyStrategy::None => KeyInput::Json("null"),
         };
-        self.prepare_with(tool.clone(), context, input)
+        let payload = match tool.policy().strategy {
+            KeyStrategy::Explicit => payload,
+            _ => None,
+        };
+        self.prepare_with(tool.clone(), context, input, payload)
     }
 
+    /// `payload`: an `EXPLICIT` call's input as JSON text, when a face passes it apart from the
+    /// key ([`Executor::prepare_raw_with_payload`]); the Rust face gives it in
+    /// [`KeyInput::ExplicitWithPayload`].
     fn prepare_with<T: Borrow<Tool>>(
         &self,
         holder: T,
         context: &CallContext,
         input: KeyInput<'_>,
+        payload: Option<&str>,
     ) -> Result<Attempt<T>, Error> {
         let tool: &Tool = holder.borrow();
         let policy = tool.policy();
@@ -735,9 +760,13 @@ impl Executor {
             tenant: context.tenant.as_deref(),
             run: context.run.as_deref(),
         };
+        let mut fingerprint = None;
         let (key, uuid, phase) = match policy.strategy {
             KeyStrategy::HashInput | KeyStrategy::Explicit => {
-                let explicit = matches!(input, KeyInput::Explicit(_));
+                let explicit = matches!(
+                    input,
+                    KeyInput::Explicit(_) | KeyInput::ExplicitWithPayload { .. }
+                );
                 if explicit != (policy.strategy == KeyStrategy::Explicit) {
                     return Err(Error::config(format!(
                         "`{}` uses strategy {} but was called with {}; pass {}",
@@ -751,7 +780,7 @@ impl Executor {
                         if explicit {
                             "the input (KeyInput::Json/Value/Canonical)"
                         } else {
-                            "the supplied key as KeyInput::Explicit"
+                            "the supplied key as KeyInput::Explicit (or ExplicitWithPayload)"
                         }
                     )));
                 }
@@ -764,6 +793,16 @@ impl Executor {
                 // A READ_ONLY call still has its key (a body may send it upstream), but claims
                 // nothing (SPEC v1.1 rule 7).
                 let phase = if claims(tool) {
+                    // The record keeps the fingerprint of the whole input (SPEC v1.1 rule 9).
+                    let payload = match payload {
+                        Some(json) => KeyInput::Json(json),
+                        None => input,
+                    };
+                    fingerprint =
+                        crate::key::fingerprint(payload).map_err(|source| Error::InvalidKey {
+                            tool: tool.name().to_owned(),
+                            source,
+                        })?;
                     Phase::Claiming
                 } else {
                     Phase::Unprotected
@@ -802,6 +841,7 @@ impl Executor {
             phase,
             retry: self.retry.clone(),
             runs: 0,
+            fingerprint,
             #[cfg(feature = "tracing")]
             span,
         })
@@ -920,8 +960,12 @@ impl Executor {
                     self.emit(attempt, EventKind::Acquired, None);
                     return Ok(Step::Run);
                 }
-                Claim::Completed(record) => return self.remembered(attempt, record),
-                Claim::Abandoned(_) => {
+                Claim::Completed(record) => {
+                    self.check_payload(attempt, &record)?;
+                    return self.remembered(attempt, record);
+                }
+                Claim::Abandoned(record) => {
+                    self.check_payload(attempt, &record)?;
                     self.emit(attempt, EventKind::Indeterminate, None);
                     return Err(Error::Indeterminate {
                         tool: tool.name().to_owned(),
@@ -931,6 +975,7 @@ impl Executor {
                     });
                 }
                 Claim::InProgress(record) => {
+                    self.check_payload(attempt, &record)?;
                     if policy.on_cache_hit == RetryBehavior::FailFast {
                         self.emit(attempt, EventKind::FailedFast, None);
                         return Err(Error::FailFast {
@@ -969,6 +1014,36 @@ impl Executor {
                     }
                 }
             }
+        }
+    }
+
+    /// Refuses a repeat whose payload fingerprint differs from the record's (SPEC v1.1 rule 9),
+    /// before anything else is answered: another request under a used key learns nothing of the
+    /// first one's outcome. Checked for `EXPLICIT` calls, and for `HASH_INPUT` with
+    /// `key_arguments` when the policy asks; a record without a fingerprint (written before
+    /// v1.1, or by a call without input) and a call without a payload never mismatch.
+    fn check_payload<T: Borrow<Tool>>(
+        &self,
+        attempt: &Attempt<T>,
+        record: &Record,
+    ) -> Result<(), Error> {
+        let policy = attempt.tool().policy();
+        let checked = match policy.strategy {
+            KeyStrategy::Explicit => true,
+            KeyStrategy::HashInput => {
+                policy.reject_payload_mismatch && !policy.key_arguments.is_empty()
+            }
+            KeyStrategy::Uuid | KeyStrategy::None => false,
+        };
+        match (&attempt.fingerprint, &record.fingerprint) {
+            (Some(ours), Some(theirs)) if checked && ours != theirs => {
+                Err(Error::PayloadMismatch {
+                    tool: attempt.tool().name().to_owned(),
+                    key: record.key.clone(),
+                    tenant: attempt.tenant.clone(),
+                })
+            }
+            _ => Ok(()),
         }
     }
 
@@ -1359,6 +1434,7 @@ impl Executor {
             lease_ms: policy.lease.as_millis() as u64,
             ttl_ms: policy.ttl.as_millis() as u64,
             retry_failure: policy.on_cache_hit == RetryBehavior::ReturnCachedIfSuccess,
+            fingerprint: attempt.fingerprint.clone(),
             lease_until,
         };
         ClaimInFlight(Some(Box::pin(async move {
@@ -1373,6 +1449,7 @@ impl Executor {
                     lease_ms: ticket.lease_ms,
                     ttl_ms: ticket.ttl_ms,
                     retry_failure: ticket.retry_failure,
+                    fingerprint: ticket.fingerprint.as_deref(),
                 };
                 ticket.store.claim(&request).await
             };
@@ -1696,6 +1773,7 @@ struct ClaimTicket {
     lease_ms: u64,
     ttl_ms: u64,
     retry_failure: bool,
+    fingerprint: Option<String>,
     /// When the lease ends at the latest, if the clock was read before claiming.
     lease_until: Option<Instant>,
 }

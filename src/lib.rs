@@ -60,8 +60,8 @@ pub use executor::{
     Recording, Reported, Step, SuppliedKey,
 };
 pub use key::{
-    canonical_material, derive_key, is_blank, CanonicalObject, CanonicalValue, Key, KeyError,
-    KeyInput, KeyScope, Number,
+    canonical_material, derive_key, fingerprint, is_blank, CanonicalObject, CanonicalValue, Key,
+    KeyError, KeyInput, KeyScope, Number,
 };
 pub use policy::{
     Effect, FailureClass, FailureSettlement, KeyStrategy, Policy, RetryBehavior, RetryPolicy, Tool,

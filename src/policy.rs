@@ -304,6 +304,12 @@ pub struct Policy {
     /// Error types whose failures are permanent: recorded as failures (replayed under
     /// `RETURN_CACHED`). Second in the classification, after `no_effect_errors`.
     pub permanent_errors: Vec<String>,
+    /// For [`KeyStrategy::HashInput`] with `key_arguments`: whether a repeat whose whole input
+    /// differs from the recorded call's (another payload fingerprint) is refused with
+    /// [`Error::PayloadMismatch`] (default false: that a non-key argument may differ is the
+    /// point of `key_arguments`). `EXPLICIT` calls given a payload are always checked; plain
+    /// `HASH_INPUT` keys on the whole input and cannot mismatch (SPEC v1.1 rule 9).
+    pub reject_payload_mismatch: bool,
 }
 
 impl Default for Policy {
@@ -318,6 +324,7 @@ impl Default for Policy {
             effect: Effect::Idempotent,
             no_effect_errors: Vec::new(),
             permanent_errors: Vec::new(),
+            reject_payload_mismatch: false,
         }
     }
 }
@@ -374,6 +381,14 @@ impl Policy {
     /// [`Error::InvalidSetting`].
     pub fn with_lease(mut self, lease: Duration) -> Policy {
         self.lease = lease;
+        self
+    }
+
+    /// For `HASH_INPUT` with `key_arguments`: refuses a repeat whose whole input differs from the
+    /// recorded call's with [`Error::PayloadMismatch`] (SPEC v1.1 rule 9); see
+    /// [`Policy::reject_payload_mismatch`].
+    pub fn with_reject_payload_mismatch(mut self, reject: bool) -> Policy {
+        self.reject_payload_mismatch = reject;
         self
     }
 

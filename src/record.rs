@@ -234,6 +234,14 @@ pub struct Record {
     /// The outcome, once completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
+    /// The payload fingerprint (SPEC v1.1 rule 9): the lowercase hex SHA-256 of the canonical
+    /// JSON of the claiming call's whole input ([`crate::key::fingerprint`]); `None` when the
+    /// call had no input, and in every record written before v1.1 (which never mismatches).
+    ///
+    /// An optional member of format 1: readers that do not know it ignore it, and records
+    /// without it still read, so [`RECORD_FORMAT`] stays 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 impl Record {
@@ -291,6 +299,7 @@ mod tests {
             ttl_ms: 10_000,
             expires_at: 12_000,
             outcome,
+            fingerprint: None,
         }
     }
 
@@ -316,6 +325,24 @@ mod tests {
             let r = record(Some(o));
             assert_eq!(Record::from_json(&r.to_json()).unwrap(), r);
         }
+    }
+
+    #[test]
+    fn the_fingerprint_round_trips_and_a_record_without_it_still_reads() {
+        let mut r = record(None);
+        r.fingerprint = Some("0f".repeat(32));
+        let text = r.to_json();
+        assert!(
+            text.contains(&format!(r#""fingerprint":"{}""#, "0f".repeat(32))),
+            "{text}"
+        );
+        assert_eq!(Record::from_json(&text).unwrap(), r);
+
+        // A record as v1.0 wrote it: no `fingerprint` member at all.
+        let v1 = record(None);
+        let text = v1.to_json();
+        assert!(!text.contains("fingerprint"), "{text}");
+        assert_eq!(Record::from_json(&text).unwrap().fingerprint, None);
     }
 
     #[test]

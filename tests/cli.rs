@@ -300,6 +300,7 @@ fn the_indeterminate_error_suggests_a_resolve_command_with_the_tenant() {
                     lease_ms: 0,
                     ttl_ms: 60_000,
                     retry_failure: false,
+                    fingerprint: None,
                 })
                 .await
                 .unwrap();

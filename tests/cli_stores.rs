@@ -384,6 +384,7 @@ async fn leave_record(
         lease_ms,
         ttl_ms: 600_000,
         retry_failure: false,
+        fingerprint: None,
     };
     let reply = store.claim(&request).await.unwrap();
     assert!(

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use idemkit::key::{
-    canonical_material, derive_key, CanonicalObject, CanonicalValue, KeyInput, KeyScope, Number,
+    canonical_input, canonical_material, derive_key, fingerprint, CanonicalObject, CanonicalValue,
+    KeyInput, KeyScope, Number,
 };
 use serde_json::Value;
 
@@ -393,4 +394,46 @@ fn the_copy_check_fails_when_the_shared_spec_lists_other_v11_rules() {
     let problem = check_contract_copies(&layout.repo()).expect_err("a new rule must fail");
     assert!(problem.contains("[1]"), "{problem}");
     assert!(problem.contains("shared/SPEC.md"), "{problem}");
+}
+
+/// SPEC v1.1 rule 9: every `fingerprints` vector gives its canonical JSON and its fingerprint,
+/// from JSON text and from a parsed `serde_json::Value` alike.
+#[test]
+fn every_fingerprint_vector_gives_its_canonical_form_and_fingerprint() {
+    let vectors = load_vectors();
+    let entries = group(&vectors, "fingerprints");
+    let mut failures = Vec::new();
+    for entry in entries {
+        let name = required(entry, "name");
+        let input = required(entry, "input");
+        let canonical = required(entry, "canonical");
+        let expected = required(entry, "fingerprint");
+        match canonical_input(KeyInput::Json(input)) {
+            Ok(Some(got)) if got == canonical => {}
+            other => failures.push(format!("{name}: canonical {other:?}, want {canonical}")),
+        }
+        match fingerprint(KeyInput::Json(input)) {
+            Ok(Some(got)) if got == expected => {}
+            other => failures.push(format!("{name}: fingerprint {other:?}, want {expected}")),
+        }
+        // A value built by a Rust caller: serde_json keeps integers exact but reads 2.0 as a
+        // float, which is the same number (§2), so the fingerprint must agree.
+        let value: Value = serde_json::from_str(input).expect("vector input is JSON");
+        match fingerprint(KeyInput::Value(&value)) {
+            Ok(Some(got)) if got == expected => {}
+            other => failures.push(format!("{name}: fingerprint of the value {other:?}")),
+        }
+    }
+    report(failures, entries.len());
+}
+
+#[test]
+fn an_explicit_key_has_no_fingerprint_and_key_arguments_do_not_change_it() {
+    assert_eq!(fingerprint(KeyInput::Explicit("abc-123")).unwrap(), None);
+    let whole = fingerprint(KeyInput::Json(r#"{"flight":"BA117","request_id":"r1"}"#)).unwrap();
+    let reordered = fingerprint(KeyInput::Json(r#"{"request_id":"r1","flight":"BA117"}"#)).unwrap();
+    let other = fingerprint(KeyInput::Json(r#"{"flight":"BA117","request_id":"r2"}"#)).unwrap();
+    assert_eq!(whole, reordered);
+    assert_ne!(whole, other);
+    assert_eq!(whole.as_ref().map(String::len), Some(64));
 }

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use idemkit::store::postgres::{
-    schema_sql, PostgresStore, CLAIMED_AT_INDEX_SQL, HELD_OUTCOME_SQL, HOT_UPDATES_SQL, SCHEMA_SQL,
+    schema_sql, PostgresStore, CLAIMED_AT_INDEX_SQL, FINGERPRINT_SQL, HELD_OUTCOME_SQL,
+    HOT_UPDATES_SQL, SCHEMA_SQL,
 };
 use idemkit::store::{Claim, ClaimRequest, Completion, RecordId, StoreOptions};
 use idemkit::testing::{random_key, random_tenant};
@@ -59,7 +60,7 @@ async fn the_shipped_sql_file_and_create_table_if_missing_make_the_same_table() 
     // The files as shipped, run by a "migration tool" in its own schema.
     client
         .batch_execute(&format!(
-            "SET search_path TO {schema}; {SCHEMA_SQL}; {CLAIMED_AT_INDEX_SQL}; {HELD_OUTCOME_SQL}; {HOT_UPDATES_SQL}; RESET search_path;"
+            "SET search_path TO {schema}; {SCHEMA_SQL}; {CLAIMED_AT_INDEX_SQL}; {HELD_OUTCOME_SQL}; {HOT_UPDATES_SQL}; {FINGERPRINT_SQL}; RESET search_path;"
         ))
         .await
         .unwrap();
@@ -162,6 +163,93 @@ async fn the_shipped_sql_file_and_create_table_if_missing_make_the_same_table() 
         .contains(&format!("ALTER TABLE {qualified} SET (fillfactor = 80)")));
     client
         .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .await
+        .unwrap();
+}
+
+/// SPEC v1.1 rule 9 on a table made by idemkit 1.0's files (001-004): the store keeps working
+/// without fingerprints (records read as having none, so nothing mismatches); once `005` is
+/// applied, the 1.0 rows still read (fingerprint NULL) and new claims keep theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_without_the_fingerprint_column_keeps_working_and_old_rows_still_read() {
+    let Some(url) = postgres_url() else { return };
+    let client = raw(&url).await.unwrap();
+    let name = format!("idemkit_v10_{}", &Token::random().hex()[..10]);
+    let v10 =
+        format!("{SCHEMA_SQL}\n{CLAIMED_AT_INDEX_SQL}\n{HELD_OUTCOME_SQL}\n{HOT_UPDATES_SQL}")
+            .replace("idemkit_records_", &format!("{name}_"))
+            .replace("idemkit_records", &name);
+    client.batch_execute(&v10).await.unwrap();
+    // A record as idemkit 1.0 wrote it (its claim statement has no fingerprint).
+    let old_key = random_key();
+    client
+        .execute(
+            &format!(
+                "INSERT INTO {name} (tenant, key, format, scope, state, token, claimed_at, lease_end, ttl_ms, expires_at, outcome_kind, outcome)
+                 VALUES (NULL, $1, 1, 'book', 'completed', $2, now(), now(), 600000, now() + interval '10 minutes', 'success', '{{\"success\":1}}'::json)"
+            ),
+            &[&old_key.hex(), &Token::random().hex()],
+        )
+        .await
+        .unwrap();
+
+    let store = PostgresStore::connect(&url, &table_options(&name))
+        .await
+        .unwrap();
+    let fingerprint = "ab".repeat(32);
+    let unkept = random_key();
+    let request = ClaimRequest {
+        fingerprint: Some(&fingerprint),
+        ..common::untenanted_request(&unkept, "postgres_test")
+    };
+    assert!(matches!(
+        store.claim(&request).await.unwrap().claim,
+        Claim::Acquired { .. }
+    ));
+    let unkept_id = RecordId {
+        tenant: None,
+        key: &unkept,
+    };
+    let record = store.get(unkept_id).await.unwrap().0.expect("the claim");
+    assert_eq!(record.fingerprint, None, "no column, no fingerprint");
+    let key = random_key();
+
+    // The shipped file (for another table name, as its header says), then the store works.
+    client
+        .batch_execute(&FINGERPRINT_SQL.replace("idemkit_records", &name))
+        .await
+        .unwrap();
+    let store = PostgresStore::connect(&url, &table_options(&name))
+        .await
+        .unwrap();
+    let old_id = RecordId {
+        tenant: None,
+        key: &old_key,
+    };
+    let old = store
+        .get(old_id)
+        .await
+        .unwrap()
+        .0
+        .expect("the 1.0 record reads");
+    assert_eq!(old.fingerprint, None);
+    assert_eq!(old.outcome, Some(Outcome::success("1").unwrap()));
+    let request = ClaimRequest {
+        fingerprint: Some(&fingerprint),
+        ..common::untenanted_request(&key, "postgres_test")
+    };
+    assert!(matches!(
+        store.claim(&request).await.unwrap().claim,
+        Claim::Acquired { .. }
+    ));
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
+    let new = store.get(id).await.unwrap().0.expect("the new record");
+    assert_eq!(new.fingerprint.as_deref(), Some(fingerprint.as_str()));
+    client
+        .batch_execute(&format!("DROP TABLE {name}"))
         .await
         .unwrap();
 }

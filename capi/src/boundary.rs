@@ -55,6 +55,9 @@ pub enum IdemkitStatus {
     Timeout = 9,
     /// A bug inside idemkit (a broken invariant).
     Internal = 10,
+    /// A repeat of a key with another payload than the call that made its record (SPEC v1.1
+    /// rule 9; HTTP's 422). Nothing ran: a new request needs a new key.
+    PayloadMismatch = 11,
     /// A pointer argument that must not be NULL was NULL. Nothing was done.
     NullPointer = 100,
     /// A text argument is not valid UTF-8. Nothing was done.
@@ -84,13 +87,14 @@ impl IdemkitStatus {
             ErrorKind::OutcomeTooLarge => IdemkitStatus::OutcomeTooLarge,
             ErrorKind::Timeout => IdemkitStatus::Timeout,
             ErrorKind::Internal => IdemkitStatus::Internal,
+            ErrorKind::PayloadMismatch => IdemkitStatus::PayloadMismatch,
             // A kind newer than this library's statuses: an internal error, never a silent OK.
             _ => IdemkitStatus::Internal,
         }
     }
 
     /// Every status, in code order.
-    pub const ALL: [IdemkitStatus; 16] = [
+    pub const ALL: [IdemkitStatus; 17] = [
         IdemkitStatus::Ok,
         IdemkitStatus::InvalidKey,
         IdemkitStatus::Configuration,
@@ -102,6 +106,7 @@ impl IdemkitStatus {
         IdemkitStatus::OutcomeTooLarge,
         IdemkitStatus::Timeout,
         IdemkitStatus::Internal,
+        IdemkitStatus::PayloadMismatch,
         IdemkitStatus::NullPointer,
         IdemkitStatus::InvalidUtf8,
         IdemkitStatus::BufferTooSmall,
@@ -124,6 +129,7 @@ impl IdemkitStatus {
             IdemkitStatus::OutcomeTooLarge => cstr!("outcome_too_large"),
             IdemkitStatus::Timeout => cstr!("timeout"),
             IdemkitStatus::Internal => cstr!("internal"),
+            IdemkitStatus::PayloadMismatch => cstr!("payload_mismatch"),
             IdemkitStatus::NullPointer => cstr!("null_pointer"),
             IdemkitStatus::InvalidUtf8 => cstr!("invalid_utf8"),
             IdemkitStatus::BufferTooSmall => cstr!("buffer_too_small"),

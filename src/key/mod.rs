@@ -322,6 +322,15 @@ pub enum KeyInput<'a> {
     Canonical(&'a CanonicalValue),
     /// `EXPLICIT` strategy: the key the call site supplies (`key_arguments` do not apply).
     Explicit(&'a str),
+    /// `EXPLICIT` strategy with the call's payload: the key is derived from `key` alone, as for
+    /// [`KeyInput::Explicit`]; the payload gives the record's fingerprint, so that a repeat of
+    /// the key with another payload is refused (SPEC v1.1 rule 9).
+    ExplicitWithPayload {
+        /// The key the call site supplies.
+        key: &'a str,
+        /// The call's whole input.
+        payload: &'a serde_json::Value,
+    },
 }
 
 /// A key: the 32-byte SHA-256 of the canonical material. `Display`, `Debug` and
@@ -425,6 +434,49 @@ pub fn canonical_material(
     Ok(String::from_utf8(out).expect("canonical material is UTF-8"))
 }
 
+/// The canonical JSON (§2) of a call's whole input: what [`fingerprint`] hashes, byte for byte.
+/// `key_arguments` do not apply; for [`KeyInput::ExplicitWithPayload`] it is the payload's.
+/// `None` for [`KeyInput::Explicit`], which carries no payload.
+pub fn canonical_input(input: KeyInput<'_>) -> Result<Option<String>, KeyError> {
+    let mut out = Vec::with_capacity(64);
+    if !write_input(input, &mut out)? {
+        return Ok(None);
+    }
+    // The writer only emits whole UTF-8 sequences taken from `str`s, plus ASCII.
+    Ok(Some(
+        String::from_utf8(out).expect("canonical JSON is UTF-8"),
+    ))
+}
+
+/// The payload fingerprint of a call (SPEC v1.1 rule 9): the lowercase hex SHA-256 of the
+/// canonical JSON (§2) of its whole input, streamed into the hasher without building the text.
+///
+/// It does not depend on scope, tenant, run or `key_arguments`, and it is never the input:
+/// a record keeps the fingerprint, not the arguments. `None` for [`KeyInput::Explicit`], which
+/// carries no payload; an `EXPLICIT` call gives one with [`KeyInput::ExplicitWithPayload`].
+pub fn fingerprint(input: KeyInput<'_>) -> Result<Option<String>, KeyError> {
+    let mut sink = HashSink::new();
+    if !write_input(input, &mut sink)? {
+        return Ok(None);
+    }
+    Ok(Some(Key(sink.finish()).hex()))
+}
+
+/// Writes the canonical JSON of the whole input; `false` (nothing written) for an explicit key.
+fn write_input<S: Sink>(input: KeyInput<'_>, out: &mut S) -> Result<bool, KeyError> {
+    match input {
+        KeyInput::Explicit(_) => return Ok(false),
+        KeyInput::ExplicitWithPayload { payload, .. } => write_json_data(payload, &[], out)?,
+        KeyInput::Json(json) => {
+            let tape = parse::parse(json).map_err(|f| f.into_error("input"))?;
+            write_tree_data(&tape, &[], out)?;
+        }
+        KeyInput::Value(v) => write_json_data(v, &[], out)?,
+        KeyInput::Canonical(v) => write_canonical_data(v, &[], out)?,
+    }
+    Ok(true)
+}
+
 /// `s` in Unicode NFC, the form in which tenants, runs and scopes identify a record
 /// (SPEC v1.1 rule 1): borrowed when it already is NFC, so normalising is free for ASCII.
 ///
@@ -511,7 +563,7 @@ fn write_material<S: Sink>(
     let tenant = scope.tenant.map(|t| identity("tenant", t)).transpose()?;
     let run = scope.run.map(|r| identity("run", r)).transpose()?;
     let scope_name = identity("scope", scope.scope)?;
-    if let KeyInput::Explicit(key) = input {
+    if let KeyInput::Explicit(key) | KeyInput::ExplicitWithPayload { key, .. } = input {
         if is_blank(key) {
             return Err(KeyError::BlankExplicitKey);
         }
@@ -527,7 +579,7 @@ fn write_material<S: Sink>(
     out.put(b",");
     text::write_str(&scope_name, out);
     match input {
-        KeyInput::Explicit(key) => {
+        KeyInput::Explicit(key) | KeyInput::ExplicitWithPayload { key, .. } => {
             out.put(b",\"explicit\",");
             write_nfc_str(key, out);
         }

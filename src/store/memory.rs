@@ -252,6 +252,7 @@ impl MemoryStore {
             ttl_ms: request.ttl_ms as i64,
             expires_at: lease_end.saturating_add(request.ttl_ms as i64),
             outcome: None,
+            fingerprint: request.fingerprint.map(str::to_owned),
         }
     }
 }
@@ -526,6 +527,7 @@ mod tests {
                 lease_ms: 60_000,
                 ttl_ms: 60_000,
                 retry_failure: false,
+                fingerprint: None,
             },
         )
     }

@@ -51,6 +51,9 @@ pub struct ClaimRequest<'a> {
     /// `RETURN_CACHED_IF_SUCCESS`: a remembered failure is replaced by this claim in the same
     /// atomic operation.
     pub retry_failure: bool,
+    /// The call's payload fingerprint (SPEC v1.1 rule 9, [`crate::key::fingerprint`]), kept in
+    /// the record a successful claim makes; `None` when the call has no input.
+    pub fingerprint: Option<&'a str>,
 }
 
 /// What a claim found.
@@ -81,6 +84,9 @@ pub struct ClaimReply {
 
 /// What `complete` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// `NotOwner` is rare (an operator acted meanwhile) and boxing its record would change the
+// public type for no measurable gain: one `Completion` per settled call.
+#[allow(clippy::large_enum_variant)]
 pub enum Completion {
     /// The outcome is recorded (or was already recorded under the same token).
     Recorded,
@@ -327,6 +333,7 @@ mod tests {
             ttl_ms: 3,
             expires_at: 4,
             outcome: Some(outcome),
+            fingerprint: None,
         };
         let complete = Resolution::Complete {
             outcome: outcome.clone(),

@@ -57,6 +57,7 @@ fn request<'a>(id: RecordId<'a>, token: Token, lease_ms: u64, ttl_ms: u64) -> Cl
         lease_ms,
         ttl_ms,
         retry_failure: false,
+        fingerprint: None,
     }
 }
 
@@ -120,6 +121,7 @@ where
     delete_removes_exactly_one_record(make_store().await).await;
     purge_expired_removes_expired_records(make_store().await).await;
     record_fields_are_kept(make_store().await).await;
+    the_fingerprint_is_kept(make_store().await).await;
     resolve_settles_only_unfinished_records_with_the_expected_token(make_store().await).await;
     list_filters_by_tenant_and_status(make_store().await).await;
     wait_for_change_returns_when_an_outcome_lands(make_store().await).await;
@@ -829,6 +831,102 @@ pub async fn record_fields_are_kept(store: Arc<dyn Store>) {
     assert!(
         (r.expires_at - now - 90_000).abs() <= 1000,
         "{}: expires_at = now + ttl after completion",
+        name(&store)
+    );
+    store.forget(Some(&tenant)).await.unwrap();
+}
+
+/// SPEC v1.1 rule 9: the fingerprint a claim carries is kept in the record it makes — in the
+/// claim's own answers, `get`, `list` and after completion — and a claim without one makes a
+/// record without one. A repeat's claim never rewrites the holder's fingerprint.
+pub async fn the_fingerprint_is_kept(store: Arc<dyn Store>) {
+    let fingerprint = crate::key::fingerprint(KeyInput::Json(r#"{"flight":"BA117"}"#))
+        .expect("a JSON input has a fingerprint")
+        .expect("a JSON input has a fingerprint");
+    let other = "0".repeat(64);
+    let tenant = random_tenant();
+    let key = random_key();
+    let id = RecordId {
+        tenant: Some(&tenant),
+        key: &key,
+    };
+    let token = Token::random();
+    let with = |token: Token, fingerprint: Option<&'static str>| ClaimRequest {
+        fingerprint,
+        ..request(id, token, LONG_MS, LONG_MS)
+    };
+    let fingerprint: &'static str = Box::leak(fingerprint.into_boxed_str());
+    let other: &'static str = Box::leak(other.into_boxed_str());
+    store.claim(&with(token, Some(fingerprint))).await.unwrap();
+    let read = |r: Option<crate::record::Record>| r.expect("the record").fingerprint;
+    assert_eq!(
+        read(store.get(id).await.unwrap().0).as_deref(),
+        Some(fingerprint),
+        "{}: get keeps the fingerprint of the claim",
+        name(&store)
+    );
+    // Another caller's claim (another fingerprint) finds the holder's record, unchanged.
+    let repeat = store
+        .claim(&with(Token::random(), Some(other)))
+        .await
+        .unwrap();
+    match repeat.claim {
+        Claim::InProgress(r) => assert_eq!(
+            r.fingerprint.as_deref(),
+            Some(fingerprint),
+            "{}: an in-progress answer carries the holder's fingerprint",
+            name(&store)
+        ),
+        other => panic!("{}: expected InProgress, got {other:?}", name(&store)),
+    }
+    store
+        .complete(id, token, &success("1"), LONG_MS)
+        .await
+        .unwrap();
+    let repeat = store
+        .claim(&with(Token::random(), Some(other)))
+        .await
+        .unwrap();
+    match repeat.claim {
+        Claim::Completed(r) => assert_eq!(
+            r.fingerprint.as_deref(),
+            Some(fingerprint),
+            "{}: a completed answer carries the fingerprint of the call that ran",
+            name(&store)
+        ),
+        other => panic!("{}: expected Completed, got {other:?}", name(&store)),
+    }
+    let listed = store
+        .list(
+            &ListFilter {
+                tenant: Some(Some(tenant.clone())),
+                ..ListFilter::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    let fingerprints: Vec<Option<String>> =
+        listed.records.into_iter().map(|r| r.fingerprint).collect();
+    assert_eq!(
+        fingerprints,
+        vec![Some(fingerprint.to_owned())],
+        "{}: list keeps the fingerprint",
+        name(&store)
+    );
+
+    // A claim without a fingerprint (a call with no input, or a v1.0 writer) makes a record
+    // without one.
+    let bare = random_key();
+    let bare_id = RecordId {
+        tenant: Some(&tenant),
+        key: &bare,
+    };
+    claim(&store, bare_id, Token::random(), LONG_MS, LONG_MS).await;
+    assert_eq!(
+        read(store.get(bare_id).await.unwrap().0),
+        None,
+        "{}: a claim without a fingerprint keeps none",
         name(&store)
     );
     store.forget(Some(&tenant)).await.unwrap();

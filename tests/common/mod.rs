@@ -65,6 +65,7 @@ pub fn claim_request<'a>(
         lease_ms,
         ttl_ms,
         retry_failure: false,
+        fingerprint: None,
     }
 }
 

@@ -230,7 +230,8 @@ fn throw_idemkit(
         | E::Indeterminate { tool, .. }
         | E::StoreUnavailable { tool, .. }
         | E::OutcomeTooLarge { tool, .. }
-        | E::Timeout { tool, .. } => (Some(tool.as_str()), None, None),
+        | E::Timeout { tool, .. }
+        | E::PayloadMismatch { tool, .. } => (Some(tool.as_str()), None, None),
         E::CachedFailure {
             tool,
             error_type,

@@ -134,3 +134,25 @@ pub(crate) fn derive<'l>(
     })?;
     Ok(JString::from_str(env, key.hex())?)
 }
+
+/// The payload fingerprint of JSON text (SPEC v1.1 rule 9), for `IdempotencyKeys.fingerprint`:
+/// the lowercase hex SHA-256 of its canonical JSON.
+pub(crate) fn fingerprint<'l>(
+    env: &mut Env<'l>,
+    input: &JByteArray<'_>,
+    length: jint,
+) -> Result<JString<'l>> {
+    let input = read(env, input, Some(length))?
+        .ok_or_else(|| Failure::IllegalArgument("the input is null".into()))?;
+    let json = utf8("the input", &input)?;
+    let invalid = |source| {
+        Failure::Idemkit(Error::InvalidKey {
+            tool: "IdempotencyKeys.fingerprint".into(),
+            source,
+        })
+    };
+    let hex = idemkit::key::fingerprint(KeyInput::Json(&json))
+        .map_err(invalid)?
+        .ok_or_else(|| Failure::IllegalArgument("JSON text has a fingerprint".into()))?;
+    Ok(JString::from_str(env, hex)?)
+}

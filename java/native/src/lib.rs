@@ -162,6 +162,7 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_toolNew<'l>(
     permanent: JObjectArray<'l, JString<'l>>,
     retry: JLongArray<'l>,
     retry_on: JObjectArray<'l, JString<'l>>,
+    reject_payload_mismatch: jboolean,
 ) -> jlong {
     entry(&mut env, |env| {
         ops::tool_new(
@@ -180,6 +181,7 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_toolNew<'l>(
             &permanent,
             &retry,
             &retry_on,
+            reject_payload_mismatch,
         )
     })
 }
@@ -332,6 +334,16 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_begin<'l>(
 }
 
 /// `IdempotencyKeys.derive*`: the core's key derivation over JSON text, touching no store.
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_fingerprint<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    input: JByteArray<'l>,
+    length: jint,
+) -> JString<'l> {
+    entry(&mut env, |env| keys::fingerprint(env, &input, length))
+}
+
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "system" fn Java_dev_idemkit_NativeBridge_deriveKey<'l>(

@@ -268,6 +268,7 @@ pub(crate) fn tool_new(
     permanent: &JObjectArray<'_, JString<'_>>,
     retry: &JLongArray<'_>,
     retry_on: &JObjectArray<'_, JString<'_>>,
+    reject_payload_mismatch: bool,
 ) -> Result<jlong> {
     let name = string(env, name)?.unwrap_or_default();
     let strategy_name = string(env, strategy)?.unwrap_or_default();
@@ -287,7 +288,8 @@ pub(crate) fn tool_new(
         .with_key_arguments(strings(env, key_arguments)?.unwrap_or_default())
         .with_effect(effect)
         .with_no_effect_errors(strings(env, no_effect)?.unwrap_or_default())
-        .with_permanent_errors(strings(env, permanent)?.unwrap_or_default());
+        .with_permanent_errors(strings(env, permanent)?.unwrap_or_default())
+        .with_reject_payload_mismatch(reject_payload_mismatch);
     let retry = if retry.is_null() {
         None
     } else {

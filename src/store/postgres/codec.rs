@@ -7,7 +7,7 @@ use crate::error::StoreError;
 use crate::record::{Outcome, Record, RecordState, Token, RECORD_FORMAT};
 use crate::store::{nfc, ListFilter};
 
-/// Columns 0..=10 of a row made by `sql::record_columns`; `None` when the record part is NULL.
+/// Columns 0..=11 of a row made by `sql::record_columns`; `None` when the record part is NULL.
 pub(super) fn record_from_row(row: &Row, offset: usize) -> Result<Option<Record>, StoreError> {
     let key: Option<String> = row.try_get(offset + 1).map_err(corrupt)?;
     let Some(key) = key else { return Ok(None) };
@@ -48,6 +48,7 @@ pub(super) fn record_from_row(row: &Row, offset: usize) -> Result<Option<Record>
         ttl_ms: row.try_get(offset + 8).map_err(corrupt)?,
         expires_at: row.try_get(offset + 9).map_err(corrupt)?,
         outcome,
+        fingerprint: row.try_get(offset + 11).map_err(corrupt)?,
         key,
     }))
 }

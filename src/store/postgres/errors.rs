@@ -26,8 +26,29 @@ pub(super) fn error_text(e: &tokio_postgres::Error) -> String {
     text
 }
 
+/// Whether the server refused a statement because the table has no `fingerprint` column: a
+/// table made before SPEC v1.1 rule 9 that has not had `sql/postgres/005_...` applied.
+pub(super) fn lacks_fingerprint(e: &tokio_postgres::Error) -> bool {
+    e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_COLUMN)
+        && e.as_db_error()
+            .is_some_and(|db| db.message().contains("fingerprint"))
+}
+
 impl PostgresStore {
+    /// The error of a table without the `fingerprint` column, naming the file that adds it.
+    pub(super) fn fingerprint_missing(&self) -> StoreError {
+        StoreError::Configuration(format!(
+            "table {} in {} has no fingerprint column (idemkit 1.1 keeps payload fingerprints); apply {} or call PostgresStore::create_table_if_missing()",
+            self.table,
+            self.url,
+            super::sql::FINGERPRINT_FILE
+        ))
+    }
+
     pub(super) fn error(&self, e: tokio_postgres::Error) -> StoreError {
+        if lacks_fingerprint(&e) {
+            return self.fingerprint_missing();
+        }
         if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) {
             return StoreError::Configuration(format!(
                 "table {} does not exist in {}; create it with sql/postgres/001_idemkit_records.sql or PostgresStore::create_table_if_missing()",

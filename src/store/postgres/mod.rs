@@ -54,8 +54,8 @@ use self::errors::error_text;
 use self::pool::{Slot, CONNECTIONS, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 use self::sql::Sql;
 pub use self::sql::{
-    schema_sql, validate_table_name, CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE, HELD_OUTCOME_SQL,
-    HOT_UPDATES_SQL, SCHEMA_SQL,
+    schema_sql, validate_table_name, CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE, FINGERPRINT_SQL,
+    HELD_OUTCOME_SQL, HOT_UPDATES_SQL, SCHEMA_SQL,
 };
 use super::{
     checked_timeout, nfc, redact_url, repeated_resolution, take_url_settings, Claim, ClaimReply,
@@ -75,6 +75,8 @@ pub struct PostgresStore {
     config: Config,
     table: String,
     sql: Sql,
+    /// The statements for a table made before `005_idemkit_records_fingerprint.sql`.
+    sql_without_fingerprint: Sql,
     slots: Vec<Slot>,
     next: AtomicUsize,
     url: String,
@@ -159,6 +161,7 @@ impl PostgresStore {
         let store = PostgresStore {
             config,
             sql: Sql::new(&table),
+            sql_without_fingerprint: Sql::without_fingerprint(&table),
             table,
             slots: (0..pool_size).map(|_| Slot::default()).collect(),
             next: AtomicUsize::new(0),
@@ -193,9 +196,11 @@ impl PostgresStore {
     }
 
     /// Creates the table and its indexes if they do not exist (the DDL of every file of
-    /// `sql/postgres/`, 001 to 004, with this store's table name): on a table made by 001 it
-    /// adds the claimed_at index of 002, lets `outcome_kind` hold the held failures of 003 and
-    /// applies 004 (fillfactor 80, no expires_at index).
+    /// `sql/postgres/`, 001 to 005, with this store's table name): on a table made by 001 it
+    /// adds the claimed_at index of 002, lets `outcome_kind` hold the held failures of 003,
+    /// applies 004 (fillfactor 80, no expires_at index) and adds the `fingerprint` column of
+    /// 005. A table without that column keeps working, without fingerprints (a warning names
+    /// the file); connections made after the column is added keep them.
     pub async fn create_table_if_missing(&self) -> Result<(), StoreError> {
         let ddl = schema_sql(&self.table)?;
         let client = self.raw_connection().await?;
@@ -241,6 +246,7 @@ impl Store for PostgresStore {
                                     &lease_ms,
                                     &ttl_ms,
                                     &request.retry_failure,
+                                    &request.fingerprint,
                                 ],
                             )
                             .await
@@ -255,7 +261,7 @@ impl Store for PostgresStore {
             let written: bool = row.try_get(0).map_err(corrupt)?;
             let record = record_from_row(row, 1)?
                 .ok_or_else(|| StoreError::Corrupt("the claim returned an empty record".into()))?;
-            let now_ms: i64 = row.try_get(12).map_err(corrupt)?;
+            let now_ms: i64 = row.try_get(13).map_err(corrupt)?;
             if written {
                 return Ok(ClaimReply {
                     now_ms,

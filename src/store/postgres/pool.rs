@@ -175,27 +175,48 @@ impl PostgresStore {
     }
     async fn new_session(&self) -> Result<Session, StoreError> {
         let client = self.raw_connection().await?;
-        let sql = &self.sql;
-        let prepare = |text: &'static str, sql: &str| {
-            let client = &client;
-            let sql = sql.to_owned();
-            async move {
-                client.prepare(&sql).await.map_err(|e| {
-                    if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) {
-                        StoreError::Configuration(format!(
-                            "table {} does not exist in {}; create it with sql/postgres/001_idemkit_records.sql or PostgresStore::create_table_if_missing()",
-                            self.table, self.url
-                        ))
-                    } else {
-                        let message = format!(
-                            "cannot prepare the {text} statement on {}: {}",
-                            self.url,
-                            error_text(&e)
-                        );
-                        StoreError::driver_message(message, e)
-                    }
-                })
+        let statements = match self.prepare_all(&client, &self.sql).await {
+            Err((_, e)) if super::errors::lacks_fingerprint(&e) => {
+                // A table made by idemkit 1.0: it keeps working, without fingerprints (its
+                // records never mismatch, SPEC v1.1 rule 9), until the migration is applied.
+                log::warn!(
+                    "idemkit: table {} in {} has no fingerprint column, so payload mismatches cannot be detected; apply {} or call PostgresStore::create_table_if_missing()",
+                    self.table,
+                    self.url,
+                    super::sql::FINGERPRINT_FILE
+                );
+                self.prepare_all(&client, &self.sql_without_fingerprint)
+                    .await
             }
+            other => other,
+        };
+        let statements = statements.map_err(|(text, e)| {
+            if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) {
+                StoreError::Configuration(format!(
+                    "table {} does not exist in {}; create it with sql/postgres/001_idemkit_records.sql or PostgresStore::create_table_if_missing()",
+                    self.table, self.url
+                ))
+            } else {
+                let message = format!(
+                    "cannot prepare the {text} statement on {}: {}",
+                    self.url,
+                    error_text(&e)
+                );
+                StoreError::driver_message(message, e)
+            }
+        })?;
+        Ok(Session { statements, client })
+    }
+
+    /// Prepares every statement of `sql` on `client`; an error names the statement.
+    async fn prepare_all(
+        &self,
+        client: &Client,
+        sql: &super::sql::Sql,
+    ) -> Result<Statements, (&'static str, tokio_postgres::Error)> {
+        let prepare = |text: &'static str, sql: &str| {
+            let sql = sql.to_owned();
+            async move { client.prepare(&sql).await.map_err(|e| (text, e)) }
         };
         // Prepared concurrently: the connection pipelines them.
         let (claim, complete, release, get, list, newest, resolve, forget, purge) = tokio::try_join!(
@@ -209,19 +230,16 @@ impl PostgresStore {
             prepare("forget", &sql.forget),
             prepare("purge", &sql.purge),
         )?;
-        Ok(Session {
-            statements: Statements {
-                claim,
-                complete,
-                release,
-                get,
-                list,
-                newest,
-                resolve,
-                forget,
-                purge,
-            },
-            client,
+        Ok(Statements {
+            claim,
+            complete,
+            release,
+            get,
+            list,
+            newest,
+            resolve,
+            forget,
+            purge,
         })
     }
 

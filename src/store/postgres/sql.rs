@@ -21,6 +21,13 @@ pub const HELD_OUTCOME_SQL: &str =
 /// fillfactor 80), purge reads the claimed_at index.
 pub const HOT_UPDATES_SQL: &str = include_str!("../../../sql/postgres/004_idemkit_records_hot.sql");
 
+/// The fifth migration: the nullable `fingerprint` column (SPEC v1.1 rule 9).
+pub const FINGERPRINT_SQL: &str =
+    include_str!("../../../sql/postgres/005_idemkit_records_fingerprint.sql");
+
+/// The file that adds the `fingerprint` column, named by the error a table without it gets.
+pub(super) const FINGERPRINT_FILE: &str = "sql/postgres/005_idemkit_records_fingerprint.sql";
+
 /// The index of 001 that 004 drops: [`schema_sql`] leaves it out rather than build it only to
 /// drop it.
 const EXPIRES_AT_INDEX: &str =
@@ -51,11 +58,11 @@ pub fn schema_sql(table: &str) -> Result<String, StoreError> {
     validate_table_name(table)?;
     let bare = table.rsplit('.').next().unwrap_or(table);
     let first = SCHEMA_SQL.replace(EXPIRES_AT_INDEX, "");
-    Ok(
-        format!("{first}\n{CLAIMED_AT_INDEX_SQL}\n{HELD_OUTCOME_SQL}\n{HOT_UPDATES_SQL}")
-            .replace("idemkit_records_", &format!("{bare}_"))
-            .replace("idemkit_records", table),
+    Ok(format!(
+        "{first}\n{CLAIMED_AT_INDEX_SQL}\n{HELD_OUTCOME_SQL}\n{HOT_UPDATES_SQL}\n{FINGERPRINT_SQL}"
     )
+    .replace("idemkit_records_", &format!("{bare}_"))
+    .replace("idemkit_records", table))
 }
 
 /// `x` (a timestamptz) as milliseconds since the epoch.
@@ -66,10 +73,16 @@ fn ms(x: &str) -> String {
 const NOW_CTE: &str =
     "now AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp()) AS t)";
 
-/// The record columns, as read back (times in milliseconds), with alias `a`.
-fn record_columns(a: &str) -> String {
+/// The record columns, as read back (times in milliseconds), with alias `a`; the fingerprint is
+/// NULL on a table without that column (`fingerprint` false).
+fn record_columns(a: &str, fingerprint: bool) -> String {
+    let kept = if fingerprint {
+        format!("{a}.fingerprint")
+    } else {
+        "NULL::text".to_owned()
+    };
     format!(
-        "{a}.tenant, {a}.key, {a}.format, {a}.scope, {a}.state, {a}.token, {}, {}, {a}.ttl_ms, {}, {a}.outcome::text",
+        "{a}.tenant, {a}.key, {a}.format, {a}.scope, {a}.state, {a}.token, {}, {}, {a}.ttl_ms, {}, {a}.outcome::text, {kept}",
         ms(&format!("{a}.claimed_at")),
         ms(&format!("{a}.lease_end")),
         ms(&format!("{a}.expires_at")),
@@ -94,7 +107,19 @@ pub(super) struct EachStatement<T> {
 pub(super) type Sql = EachStatement<String>;
 
 impl Sql {
+    /// The statements for a table with every migration of `sql/postgres/`.
     pub(super) fn new(table: &str) -> Sql {
+        Sql::build(table, true)
+    }
+
+    /// The statements for a table without the `fingerprint` column of 005 (made by idemkit
+    /// 1.0): they keep no fingerprint and read every record as having none, which never
+    /// mismatches (SPEC v1.1 rule 9). The claim takes `$9` all the same and ignores it.
+    pub(super) fn without_fingerprint(table: &str) -> Sql {
+        Sql::build(table, false)
+    }
+
+    fn build(table: &str, fingerprint: bool) -> Sql {
         // The current record is read first (this statement's snapshot); the INSERT runs only
         // when there is no live record, or one this claim takes over (expired, or a failure
         // being retried), so a repeat of a remembered call is a plain read: no row lock, no
@@ -114,9 +139,18 @@ impl Sql {
             "expires_at",
             "outcome_kind",
             "outcome",
+            "fingerprint",
         ]
+        .iter()
+        .filter(|column| fingerprint || **column != "fingerprint")
         .map(|column| format!("{column} = excluded.{column}"))
+        .collect::<Vec<_>>()
         .join(", ");
+        let (kept_column, kept_value) = if fingerprint {
+            (", fingerprint", ", $9::text")
+        } else {
+            ("", "")
+        };
         let claim = format!(
             "WITH {NOW_CTE},
 cur AS MATERIALIZED (
@@ -131,11 +165,11 @@ held AS MATERIALIZED (
 ),
 claimed AS (
   INSERT INTO {table} AS r
-    (tenant, key, format, scope, state, token, claimed_at, lease_end, ttl_ms, expires_at, outcome_kind, outcome)
+    (tenant, key, format, scope, state, token, claimed_at, lease_end, ttl_ms, expires_at, outcome_kind, outcome{kept_column})
   SELECT $1::text, $2::text, $3::integer, $4::text, 'in_progress', $5::text, now.t,
     now.t + $6::bigint * interval '1 millisecond', $7::bigint,
-    now.t + ($6::bigint + $7::bigint) * interval '1 millisecond', NULL, NULL
-  FROM now, held WHERE NOT held.yes
+    now.t + ($6::bigint + $7::bigint) * interval '1 millisecond', NULL, NULL{kept_value}
+  FROM now, held WHERE NOT held.yes AND ($9::text IS NULL OR true)
   ON CONFLICT (tenant_key, key) DO UPDATE SET {sets}
   WHERE {take}
   RETURNING r.*
@@ -143,9 +177,9 @@ claimed AS (
 SELECT true, {}, {} FROM claimed c, now
 UNION ALL
 SELECT false, {}, {} FROM cur c, now WHERE NOT EXISTS (SELECT 1 FROM claimed)",
-            record_columns("c"),
+            record_columns("c", fingerprint),
             ms("now.t"),
-            record_columns("c"),
+            record_columns("c", fingerprint),
             ms("now.t"),
         );
         let key_match = |a: &str| {
@@ -165,7 +199,7 @@ done AS (
 )
 SELECT (SELECT count(*) FROM done), {} FROM now LEFT JOIN {table} AS c ON {} AND c.expires_at > now.t",
             key_match("u"),
-            record_columns("c"),
+            record_columns("c", fingerprint),
             key_match("c"),
         );
         let release = format!(
@@ -179,7 +213,7 @@ WHERE {} AND d.token = $3::text
             "WITH {NOW_CTE}
 SELECT {}, {} FROM now LEFT JOIN {table} AS c ON {} AND c.expires_at > now.t",
             ms("now.t"),
-            record_columns("c"),
+            record_columns("c", fingerprint),
             key_match("c"),
         );
         // Keyset pages in primary-key order. $1: tenant_key or NULL for every tenant;
@@ -200,7 +234,7 @@ SELECT {}, {} FROM now LEFT JOIN LATERAL (
 ) c ON true
 ORDER BY c.tenant_key, c.key",
             ms("now.t"),
-            record_columns("c"),
+            record_columns("c", fingerprint),
         );
         // The newest first, read in the order of the claimed_at index (002). $1, $2: as for
         // list; $3: limit.
@@ -219,7 +253,7 @@ SELECT {}, {} FROM now LEFT JOIN LATERAL (
 ) c ON true
 ORDER BY c.claimed_at DESC, c.key",
             ms("now.t"),
-            record_columns("c"),
+            record_columns("c", fingerprint),
         );
         // $3: expected token; $4: 'release' or 'complete'; $5..$7: outcome kind, JSON, ttl.
         let resolve = format!(
@@ -244,7 +278,7 @@ SELECT (SELECT count(*) FROM released) + (SELECT count(*) FROM completed), {}
 FROM now LEFT JOIN {table} AS c ON {} AND c.expires_at > now.t",
             key_match("d"),
             key_match("u"),
-            record_columns("c"),
+            record_columns("c", fingerprint),
             key_match("c"),
         );
         let forget = format!(

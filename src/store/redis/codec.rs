@@ -50,9 +50,10 @@ pub(super) fn items(value: Value) -> Result<Vec<Value>, StoreError> {
 }
 
 /// The fields of a record's hash that make a [`Record`], in the order the claim script reads
-/// them with one `HMGET` (`scripts/claim.lua`; a twelfth, `outcome_kind`, follows and is only
-/// for the scripts).
-const RECORD_FIELDS: [&str; 11] = [
+/// them with one `HMGET` (`scripts/claim.lua`; a thirteenth, `outcome_kind`, follows and is
+/// only for the scripts). `fingerprint` (SPEC v1.1 rule 9) is absent from records written before
+/// it existed, which read as having none.
+const RECORD_FIELDS: [&str; 12] = [
     "v",
     "key",
     "tenant",
@@ -64,11 +65,12 @@ const RECORD_FIELDS: [&str; 11] = [
     "ttl_ms",
     "expires_at",
     "outcome",
+    "fingerprint",
 ];
 
 /// A record from the flat `HGETALL` list of its hash.
 pub(super) fn record_from_hash(flat: &[Value]) -> Result<Record, StoreError> {
-    let mut fields: [Option<&Value>; 11] = [None; 11];
+    let mut fields: [Option<&Value>; 12] = [None; 12];
     for pair in flat.chunks(2) {
         let [name, value] = pair else {
             return Err(StoreError::Corrupt("odd HGETALL answer".into()));
@@ -83,7 +85,7 @@ pub(super) fn record_from_hash(flat: &[Value]) -> Result<Record, StoreError> {
 
 /// A record from the values of `HMGET` of [`RECORD_FIELDS`] (in that order; nil where absent).
 pub(super) fn record_from_values(values: &[Value]) -> Result<Record, StoreError> {
-    let mut fields: [Option<&Value>; 11] = [None; 11];
+    let mut fields: [Option<&Value>; 12] = [None; 12];
     for (slot, value) in fields.iter_mut().zip(values) {
         if !matches!(value, Value::Nil) {
             *slot = Some(value);
@@ -92,8 +94,8 @@ pub(super) fn record_from_values(values: &[Value]) -> Result<Record, StoreError>
     record_from_fields(fields)
 }
 
-fn record_from_fields(fields: [Option<&Value>; 11]) -> Result<Record, StoreError> {
-    let [v, key, tenant, scope, state, token, claimed_at, lease_end, ttl_ms, expires_at, outcome] =
+fn record_from_fields(fields: [Option<&Value>; 12]) -> Result<Record, StoreError> {
+    let [v, key, tenant, scope, state, token, claimed_at, lease_end, ttl_ms, expires_at, outcome, fingerprint] =
         fields;
     let some_text = |value: Option<&Value>| value.map(text).transpose();
     let some_number = |value: Option<&Value>| value.map(number).transpose();
@@ -110,6 +112,7 @@ fn record_from_fields(fields: [Option<&Value>; 11]) -> Result<Record, StoreError
         some_number(expires_at)?,
     );
     let outcome = some_text(outcome)?;
+    let fingerprint = some_text(fingerprint)?;
     let key_text = key.clone().unwrap_or_default();
     let missing = |field: &str| StoreError::Corrupt(format!("record {key_text} has no `{field}`"));
     let format = v.ok_or_else(|| missing("v"))?;
@@ -149,6 +152,7 @@ fn record_from_fields(fields: [Option<&Value>; 11]) -> Result<Record, StoreError
         ttl_ms: ttl_ms.ok_or_else(|| missing("ttl_ms"))?,
         expires_at: expires_at.ok_or_else(|| missing("expires_at"))?,
         outcome,
+        fingerprint,
     })
 }
 

@@ -418,7 +418,8 @@ impl Store for RedisStore {
                     } else {
                         "0"
                     })
-                    .arg(request.id.tenant.unwrap_or(""));
+                    .arg(request.id.tenant.unwrap_or(""))
+                    .arg(request.fingerprint.unwrap_or(""));
                 async move { invocation.invoke_async(&mut c).await }
             })
             .await?;

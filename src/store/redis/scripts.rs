@@ -9,7 +9,7 @@ use redis::Script;
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
 
 /// Claim: KEYS = [record]; ARGV = [token, lease_ms, ttl_ms, retry_failure (0/1), format, key hex,
-/// scope, has_tenant (0/1), tenant]. Answers `{answer, now, lease_end | record}`, the record as
+/// scope, has_tenant (0/1), tenant, fingerprint ('' for none)]. Answers `{answer, now, lease_end | record}`, the record as
 /// the values of one `HMGET` in the order of `codec::RECORD_FIELDS` (then `outcome_kind`).
 pub(super) static CLAIM: Lazy<Script> = Lazy::new(|| script(include_str!("scripts/claim.lua")));
 

@@ -110,6 +110,11 @@ fn provoke_kind(code: jint) -> Result<()> {
             timeout_ms: 10,
             outcome: "its outcome is unknown".into(),
         },
+        K::PayloadMismatch => Error::PayloadMismatch {
+            tool,
+            key,
+            tenant: None,
+        },
         K::Internal => Error::Internal("provoked".into()),
         other => {
             return Err(Failure::IllegalArgument(format!(

@@ -1,11 +1,11 @@
 -- One HMGET of the record's fields by position (RECORD_FIELDS in scripts.rs): a repeat reads
 -- only what it answers, and no Lua table of names is built.
 local r = redis.call('HMGET', KEYS[1], 'v', 'key', 'tenant', 'scope', 'state', 'token',
-  'claimed_at', 'lease_end', 'ttl_ms', 'expires_at', 'outcome', 'outcome_kind')
+  'claimed_at', 'lease_end', 'ttl_ms', 'expires_at', 'outcome', 'fingerprint', 'outcome_kind')
 local now = now_ms()
 local token = ARGV[1]
 local exists = false
-for i = 1, 12 do
+for i = 1, 13 do
   if r[i] then exists = true break end
 end
 if exists then
@@ -18,7 +18,7 @@ if exists then
     if state == 'in_progress' and r[6] == token then
       return {'acquired', fmt(now), r[8]}
     end
-    if not (ARGV[4] == '1' and state == 'completed' and r[12] == 'failure') then
+    if not (ARGV[4] == '1' and state == 'completed' and r[13] == 'failure') then
       local answer = 'abandoned'
       if state == 'completed' then
         answer = 'completed'
@@ -40,6 +40,9 @@ else
   redis.call('HSET', KEYS[1], 'v', ARGV[5], 'key', ARGV[6], 'scope', ARGV[7],
     'state', 'in_progress', 'token', token, 'claimed_at', fmt(now), 'lease_end', fmt(lease_end),
     'ttl_ms', ARGV[3], 'expires_at', fmt(expires_at))
+end
+if ARGV[10] ~= '' then
+  redis.call('HSET', KEYS[1], 'fingerprint', ARGV[10])
 end
 redis.call('PEXPIREAT', KEYS[1], fmt(expires_at))
 return {'acquired', fmt(now), fmt(lease_end)}

@@ -40,7 +40,12 @@ public enum ErrorKind {
     /**
      * A bug in idemkit (including a panic caught at the JNI boundary), or an unencodable result.
      */
-    INTERNAL(10);
+    INTERNAL(10),
+    /**
+     * A repeat of a key with another payload than the call that made its record (SPEC v1.1 rule 9;
+     * HTTP's 422): {@link PayloadMismatchException}. Nothing ran.
+     */
+    PAYLOAD_MISMATCH(11);
 
     private final int code;
 

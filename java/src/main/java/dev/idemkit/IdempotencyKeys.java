@@ -96,6 +96,21 @@ public final class IdempotencyKeys {
                 literal(name), literal(tenant), literal(run), null, key.bytes, key.length, true);
     }
 
+    /**
+     * The payload fingerprint of a call's input (SPEC v1.1 rule 9): the lowercase hex SHA-256 of
+     * the canonical JSON (SPEC §2) of the whole input, whatever the scope, tenant, run or key
+     * arguments. A record keeps it (never the input) and a repeat with another fingerprint is
+     * refused with {@link PayloadMismatchException}.
+     *
+     * @param jsonInput the input as JSON text (required)
+     * @return the 64 lowercase hex characters
+     */
+    public static String fingerprint(String jsonInput) {
+        required(jsonInput, "jsonInput", "JSON text");
+        JsonInput input = JsonInput.ofText(jsonInput);
+        return NativeBridge.fingerprint(input.bytes, input.length);
+    }
+
     private static <T> T required(T value, String argument, String what) {
         if (value == null) {
             throw new NullPointerException(

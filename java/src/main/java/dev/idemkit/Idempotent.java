@@ -84,4 +84,15 @@ public @interface Idempotent {
      * @return exception types
      */
     Class<? extends Throwable>[] permanent() default {};
+
+    /**
+     * For {@code HASH_INPUT} with {@link #keyArguments()}: refuse a repeat whose whole input
+     * differs from the recorded call's with {@link PayloadMismatchException} (SPEC v1.1 rule 9).
+     * Off by default: that a non-key argument may differ (a request id fresh per attempt) is the
+     * point of {@code keyArguments}. {@code EXPLICIT} calls are checked when they pass their input;
+     * plain {@code HASH_INPUT} keys on the whole input and cannot mismatch.
+     *
+     * @return whether a differing payload is refused
+     */
+    boolean rejectPayloadMismatch() default false;
 }

@@ -103,7 +103,8 @@ final class NativeBridge {
             String[] noEffect,
             String[] permanent,
             long[] retry,
-            String[] retryOn);
+            String[] retryOn,
+            boolean rejectPayloadMismatch);
 
     static native void toolDestroy(long tool);
 
@@ -130,6 +131,8 @@ final class NativeBridge {
      * explicit}: the explicit key as a string literal), all ASCII with non-ASCII escaped ({@link
      * JsonInput}). Answers the 64-hex key; throws {@link InvalidKeyException} naming the field.
      */
+    static native String fingerprint(byte[] input, int length);
+
     static native String deriveKey(
             byte[] scope,
             byte[] tenant,

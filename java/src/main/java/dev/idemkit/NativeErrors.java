@@ -33,6 +33,8 @@ final class NativeErrors {
                 return new OutcomeTooLargeException(message, tool, key);
             case TIMEOUT:
                 return new IdempotencyTimeoutException(message, tool, key);
+            case PAYLOAD_MISMATCH:
+                return new PayloadMismatchException(message, tool, key);
             case INTERNAL:
             default:
                 return new IdempotencyException(ErrorKind.INTERNAL, message, tool, key);

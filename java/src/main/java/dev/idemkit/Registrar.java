@@ -257,7 +257,8 @@ final class Registrar {
                         typeNames(p.noEffect()),
                         typeNames(p.permanent()),
                         retry == null ? null : retry.nativeNumbers(),
-                        retry == null ? null : retry.nativeRetryOn());
+                        retry == null ? null : retry.nativeRetryOn(),
+                        p.rejectPayloadMismatch());
         return new IdempotentInvoker.NativeTool(name, p.strategy(), handle);
     }
 

@@ -101,6 +101,11 @@ final class Annotations {
                 return none();
             }
 
+            @Override
+            public boolean rejectPayloadMismatch() {
+                return false;
+            }
+
             @SuppressWarnings("unchecked")
             private Class<? extends Throwable>[] none() {
                 return (Class<? extends Throwable>[]) new Class<?>[0];

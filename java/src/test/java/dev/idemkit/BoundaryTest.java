@@ -62,6 +62,9 @@ class BoundaryTest {
             case TIMEOUT:
                 expected = IdempotencyTimeoutException.class;
                 break;
+            case PAYLOAD_MISMATCH:
+                expected = PayloadMismatchException.class;
+                break;
             default:
                 expected = IdempotencyException.class;
         }

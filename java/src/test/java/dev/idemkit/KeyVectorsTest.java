@@ -175,6 +175,25 @@ class KeyVectorsTest {
         return tests.stream();
     }
 
+    /** SPEC v1.1 rule 9: every {@code fingerprints} vector gives its fingerprint. */
+    @TestFactory
+    Stream<DynamicTest> every_fingerprint_vector_gives_its_fingerprint() throws IOException {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (JsonNode v : vectors().get("fingerprints")) {
+            tests.add(
+                    DynamicTest.dynamicTest(
+                            v.get("name").asText(),
+                            () ->
+                                    assertEquals(
+                                            v.get("fingerprint").asText(),
+                                            IdempotencyKeys.fingerprint(v.get("input").asText()))));
+        }
+        if (tests.isEmpty()) {
+            throw new AssertionError("the vectors file has no fingerprints");
+        }
+        return tests.stream();
+    }
+
     @TestFactory
     Stream<DynamicTest> native_numbers_from_real_doubles_and_floats() throws IOException {
         List<DynamicTest> tests = new ArrayList<>();
