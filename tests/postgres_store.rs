@@ -173,7 +173,7 @@ async fn the_shipped_sql_file_and_create_table_if_missing_make_the_same_table() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_without_the_fingerprint_column_keeps_working_and_old_rows_still_read() {
     let Some(url) = postgres_url() else { return };
-    let client = raw(&url).await.unwrap();
+    let client = common::pg_client(&url).await.unwrap();
     let name = format!("idemkit_v10_{}", &Token::random().hex()[..10]);
     let v10 =
         format!("{SCHEMA_SQL}\n{CLAIMED_AT_INDEX_SQL}\n{HELD_OUTCOME_SQL}\n{HOT_UPDATES_SQL}")
