@@ -13,8 +13,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,6 +24,7 @@ use idemkit::{
     RetryBehavior, RetryPolicy, Store, Token, Tool,
 };
 
+#[macro_use]
 mod common;
 
 const INPUT: &str = r#"{"flight":"LH 400","seat":"12A"}"#;
@@ -99,56 +98,6 @@ async fn record_of(store: &Arc<dyn Store>, tool: &str) -> Option<idemkit::Record
         key: &key,
     };
     store.get(id).await.unwrap().0
-}
-
-type Scenario = fn(Arc<dyn Store>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// Runs `scenario` on the memory store, on Redis and on PostgreSQL (each when its URL is set).
-macro_rules! on_every_store {
-    ($($scenario:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    let run: super::Scenario = |s| Box::pin(super::$scenario(s));
-                    run(std::sync::Arc::new(idemkit::MemoryStore::new())).await;
-                }
-            )*
-        }
-        mod redis {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    let Some(url) = super::common::env_url("IDEMKIT_REDIS_URL") else {
-                        return;
-                    };
-                    let prefix = super::common::unique_prefix("idemkit-effects");
-                    let store = idemkit::store::open(&url, &super::common::prefix_options(&prefix))
-                        .await
-                        .unwrap();
-                    let run: super::Scenario = |s| Box::pin(super::$scenario(s));
-                    run(store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    let Some(url) = super::common::env_url("IDEMKIT_POSTGRES_URL") else {
-                        return;
-                    };
-                    let (table, store, client) = super::postgres_table(&url, true).await;
-                    let run: super::Scenario = |s| Box::pin(super::$scenario(s));
-                    run(store).await;
-                    client
-                        .batch_execute(&format!("DROP TABLE {table}"))
-                        .await
-                        .unwrap();
-                }
-            )*
-        }
-    };
 }
 
 on_every_store!(

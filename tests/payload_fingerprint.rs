@@ -7,8 +7,6 @@
 //! - `HASH_INPUT` with `key_arguments` lets a non-key argument differ, unless the policy asks.
 //! - A record without a fingerprint (v1) and a call without a payload never mismatch.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +18,7 @@ use idemkit::{
 };
 use serde_json::{json, Value};
 
+#[macro_use]
 mod common;
 
 /// A tool name no other test (or earlier run on a shared server) uses.
@@ -322,67 +321,6 @@ async fn a_faces_explicit_call_passes_its_input_as_the_payload(store: Arc<dyn St
     let error = executor.advance(&mut other, None).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::PayloadMismatch);
     assert_eq!(error.kind().code(), 11);
-}
-
-type Scenario = fn(Arc<dyn Store>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// Runs `scenario` on the memory store, on Redis and on PostgreSQL (each when its URL is set).
-macro_rules! on_every_store {
-    ($($scenario:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    let run: super::Scenario = |s| Box::pin(super::$scenario(s));
-                    run(std::sync::Arc::new(idemkit::MemoryStore::new())).await;
-                }
-            )*
-        }
-        mod redis {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    let Some(url) = super::common::env_url("IDEMKIT_REDIS_URL") else {
-                        return;
-                    };
-                    let prefix = super::common::unique_prefix("idemkit-fingerprint");
-                    let store = idemkit::store::open(&url, &super::common::prefix_options(&prefix))
-                        .await
-                        .unwrap();
-                    let run: super::Scenario = |s| Box::pin(super::$scenario(s));
-                    run(store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    let Some(url) = super::common::env_url("IDEMKIT_POSTGRES_URL") else {
-                        return;
-                    };
-                    let table = format!("idemkit_fp_{}", &idemkit::Token::random().hex()[..12]);
-                    let options = idemkit::StoreOptions {
-                        table: Some(table.clone()),
-                        ..idemkit::StoreOptions::default()
-                    };
-                    let store = idemkit::store::postgres::PostgresStore::connect(&url, &options)
-                        .await
-                        .unwrap();
-                    store.create_table_if_missing().await.unwrap();
-                    let run: super::Scenario = |s| Box::pin(super::$scenario(s));
-                    run(std::sync::Arc::new(store)).await;
-                    let (client, connection) =
-                        tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                    tokio::spawn(connection);
-                    client
-                        .batch_execute(&format!("DROP TABLE {table}"))
-                        .await
-                        .unwrap();
-                }
-            )*
-        }
-    };
 }
 
 on_every_store!(

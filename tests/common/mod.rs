@@ -841,3 +841,57 @@ impl Drop for PgTable {
         .join();
     }
 }
+
+/// One scenario of a test file, run on every store by [`on_every_store!`].
+pub type Scenario =
+    fn(Arc<dyn Store>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Runs each scenario (an `async fn(Arc<dyn Store>)` of the test file) on the memory store, on
+/// Redis under a key prefix of its own and on PostgreSQL in a table of its own (each when its
+/// URL is set): one test per scenario and store, in modules `memory`, `redis` and `postgres`.
+/// The test file declares `#[macro_use] mod common;`.
+#[allow(unused_macros)]
+macro_rules! on_every_store {
+    ($($scenario:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    let run: super::common::Scenario = |s| Box::pin(super::$scenario(s));
+                    run(std::sync::Arc::new(idemkit::MemoryStore::new())).await;
+                }
+            )*
+        }
+        mod redis {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    let Some(url) = super::common::env_url("IDEMKIT_REDIS_URL") else {
+                        return;
+                    };
+                    let prefix = super::common::unique_prefix(stringify!($scenario));
+                    let store = idemkit::store::open(&url, &super::common::prefix_options(&prefix))
+                        .await
+                        .unwrap();
+                    let run: super::common::Scenario = |s| Box::pin(super::$scenario(s));
+                    run(store).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    let Some(url) = super::common::env_url("IDEMKIT_POSTGRES_URL") else {
+                        return;
+                    };
+                    // Dropped at the end of the test.
+                    let (_table, store) =
+                        super::common::PgTable::new(&url, "idemkit_scenario").await;
+                    let run: super::common::Scenario = |s| Box::pin(super::$scenario(s));
+                    run(std::sync::Arc::new(store)).await;
+                }
+            )*
+        }
+    };
+}
