@@ -784,28 +784,30 @@ impl Executor {
                         }
                     )));
                 }
-                let key = derive_key(&scope, input, &policy.key_arguments).map_err(|source| {
-                    Error::InvalidKey {
-                        tool: tool.name().to_owned(),
-                        source,
-                    }
-                })?;
+                let invalid = |source| Error::InvalidKey {
+                    tool: tool.name().to_owned(),
+                    source,
+                };
                 // A READ_ONLY call still has its key (a body may send it upstream), but claims
                 // nothing (SPEC v1.1 rule 7).
-                let phase = if claims(tool) {
+                let (key, phase) = if !claims(tool) {
+                    let key = derive_key(&scope, input, &policy.key_arguments).map_err(invalid)?;
+                    (key, Phase::Unprotected)
+                } else if let Some(json) = payload {
                     // The record keeps the fingerprint of the whole input (SPEC v1.1 rule 9).
-                    let payload = match payload {
-                        Some(json) => KeyInput::Json(json),
-                        None => input,
-                    };
-                    fingerprint =
-                        crate::key::fingerprint(payload).map_err(|source| Error::InvalidKey {
-                            tool: tool.name().to_owned(),
-                            source,
-                        })?;
-                    Phase::Claiming
+                    let key = derive_key(&scope, input, &policy.key_arguments).map_err(invalid)?;
+                    fingerprint = crate::key::fingerprint(KeyInput::Json(json)).map_err(invalid)?;
+                    (key, Phase::Claiming)
                 } else {
-                    Phase::Unprotected
+                    // Key and fingerprint from one parse of the input.
+                    let (key, print) = crate::key::derive_key_and_fingerprint(
+                        &scope,
+                        input,
+                        &policy.key_arguments,
+                    )
+                    .map_err(invalid)?;
+                    fingerprint = print;
+                    (key, Phase::Claiming)
                 };
                 (Some(key), None, phase)
             }

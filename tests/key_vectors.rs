@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use idemkit::key::{
-    canonical_input, canonical_material, derive_key, fingerprint, CanonicalObject, CanonicalValue,
-    KeyInput, KeyScope, Number,
+    canonical_input, canonical_material, derive_key, derive_key_and_fingerprint, fingerprint,
+    CanonicalObject, CanonicalValue, KeyInput, KeyScope, Number,
 };
 use serde_json::Value;
 
@@ -422,6 +422,26 @@ fn every_fingerprint_vector_gives_its_canonical_form_and_fingerprint() {
         match fingerprint(KeyInput::Value(&value)) {
             Ok(Some(got)) if got == expected => {}
             other => failures.push(format!("{name}: fingerprint of the value {other:?}")),
+        }
+        // The executor's one-pass derivation gives the same key and fingerprint.
+        let scope = KeyScope {
+            scope: "book",
+            tenant: Some("acme"),
+            run: None,
+        };
+        for key_arguments in [vec![], vec!["flight".to_owned()]] {
+            let input = KeyInput::Json(input);
+            let apart = derive_key(&scope, input, &key_arguments).map(|k| (k, expected.to_owned()));
+            match (
+                derive_key_and_fingerprint(&scope, input, &key_arguments),
+                apart,
+            ) {
+                (Ok((key, Some(print))), Ok(apart)) if (key, print.clone()) == apart => {}
+                (Err(_), Err(_)) => {}
+                (one, apart) => failures.push(format!(
+                    "{name}: one pass {one:?}, apart {apart:?} (key_arguments {key_arguments:?})"
+                )),
+            }
         }
     }
     report(failures, entries.len());

@@ -462,6 +462,36 @@ pub fn fingerprint(input: KeyInput<'_>) -> Result<Option<String>, KeyError> {
     Ok(Some(Key(sink.finish()).hex()))
 }
 
+/// The key and the payload fingerprint of a call that keys on its input, as [`derive_key`] and
+/// [`fingerprint`] give them, from one parse of the input: with no `key_arguments` the key's
+/// data is the whole input, so it is written once into both hashers. `None` as the
+/// fingerprint for an explicit key without a payload.
+pub fn derive_key_and_fingerprint(
+    scope: &KeyScope<'_>,
+    input: KeyInput<'_>,
+    key_arguments: &[String],
+) -> Result<(Key, Option<String>), KeyError> {
+    let keyed_on_whole_input = key_arguments.is_empty()
+        && matches!(
+            input,
+            KeyInput::Json(_) | KeyInput::Value(_) | KeyInput::Canonical(_)
+        );
+    if !keyed_on_whole_input {
+        return Ok((
+            derive_key(scope, input, key_arguments)?,
+            fingerprint(input)?,
+        ));
+    }
+    let (mut material, mut data) = (HashSink::new(), HashSink::new());
+    let mut tee = sink::DataTee {
+        material: &mut material,
+        input: &mut data,
+        teeing: false,
+    };
+    write_material(scope, input, &[], &mut tee)?;
+    Ok((Key(material.finish()), Some(Key(data.finish()).hex())))
+}
+
 /// Writes the canonical JSON of the whole input; `false` (nothing written) for an explicit key.
 fn write_input<S: Sink>(input: KeyInput<'_>, out: &mut S) -> Result<bool, KeyError> {
     match input {
@@ -586,17 +616,21 @@ fn write_material<S: Sink>(
         KeyInput::Json(json) => {
             let tape = parse::parse(json).map_err(|f| f.into_error("input"))?;
             out.put(b",\"input\",");
+            out.data(true);
             write_tree_data(&tape, key_arguments, out)?;
         }
         KeyInput::Value(v) => {
             out.put(b",\"input\",");
+            out.data(true);
             write_json_data(v, key_arguments, out)?;
         }
         KeyInput::Canonical(v) => {
             out.put(b",\"input\",");
+            out.data(true);
             write_canonical_data(v, key_arguments, out)?;
         }
     }
+    out.data(false);
     out.put(b"]");
     Ok(())
 }

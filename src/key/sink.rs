@@ -13,6 +13,34 @@ pub(super) trait Sink {
         self.put(text);
         self.put(b"\"");
     }
+
+    /// The input's data (the canonical JSON of the whole input, with no `key_arguments`) is
+    /// about to be written, or has been: [`DataTee`] copies what lies between to a second sink.
+    #[inline]
+    fn data(&mut self, _begins: bool) {}
+}
+
+/// Passes everything to `material` and, between `data(true)` and `data(false)`, also to
+/// `input`: the key and the payload fingerprint from one parse and one write.
+pub(super) struct DataTee<'a, M: Sink, I: Sink> {
+    pub(super) material: &'a mut M,
+    pub(super) input: &'a mut I,
+    pub(super) teeing: bool,
+}
+
+impl<M: Sink, I: Sink> Sink for DataTee<'_, M, I> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.material.put(bytes);
+        if self.teeing {
+            self.input.put(bytes);
+        }
+    }
+
+    #[inline]
+    fn data(&mut self, begins: bool) {
+        self.teeing = begins;
+    }
 }
 
 impl Sink for Vec<u8> {
