@@ -94,28 +94,7 @@ class EffectsTest {
     }
 
     static Stream<Arguments> stores() {
-        List<Arguments> stores = new ArrayList<>();
-        stores.add(
-                Arguments.of("memory", (Supplier<IdempotencyStore>) InMemoryIdempotencyStore::new));
-        stores.add(
-                Arguments.of(
-                        "redis",
-                        (Supplier<IdempotencyStore>)
-                                () ->
-                                        new RedisIdempotencyStore(
-                                                Services.url(
-                                                        "IDEMKIT_REDIS_URL", "effects Redis"))));
-        stores.add(
-                Arguments.of(
-                        "postgres",
-                        (Supplier<IdempotencyStore>)
-                                () ->
-                                        new PostgresIdempotencyStore(
-                                                        Services.url(
-                                                                "IDEMKIT_POSTGRES_URL",
-                                                                "effects PostgreSQL"))
-                                                .createTableIfMissing()));
-        return stores.stream();
+        return Services.stores("effects");
     }
 
     private static ToolDispatcher dispatcher(IdempotencyStore store, Tools tools) {

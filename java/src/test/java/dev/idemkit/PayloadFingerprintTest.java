@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -44,29 +42,7 @@ class PayloadFingerprintTest {
     }
 
     static Stream<Arguments> stores() {
-        List<Arguments> stores = new ArrayList<>();
-        stores.add(
-                Arguments.of("memory", (Supplier<IdempotencyStore>) InMemoryIdempotencyStore::new));
-        stores.add(
-                Arguments.of(
-                        "redis",
-                        (Supplier<IdempotencyStore>)
-                                () ->
-                                        new RedisIdempotencyStore(
-                                                Services.url(
-                                                        "IDEMKIT_REDIS_URL",
-                                                        "fingerprint Redis"))));
-        stores.add(
-                Arguments.of(
-                        "postgres",
-                        (Supplier<IdempotencyStore>)
-                                () ->
-                                        new PostgresIdempotencyStore(
-                                                        Services.url(
-                                                                "IDEMKIT_POSTGRES_URL",
-                                                                "fingerprint PostgreSQL"))
-                                                .createTableIfMissing()));
-        return stores.stream();
+        return Services.stores("fingerprint");
     }
 
     @ParameterizedTest(name = "{0}")

@@ -20,4 +20,25 @@ final class Services {
         }
         return url;
     }
+
+    /**
+     * The in-memory store, Redis and PostgreSQL (a table made if missing), as arguments of a
+     * parameterised test ({@code name}, a {@code Supplier<IdempotencyStore>}); a server whose URL
+     * is not set aborts its case loudly. {@code what} names the tests in that message.
+     */
+    static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> stores(
+            String what) {
+        java.util.function.Supplier<IdempotencyStore> memory = InMemoryIdempotencyStore::new;
+        java.util.function.Supplier<IdempotencyStore> redis =
+                () -> new RedisIdempotencyStore(url("IDEMKIT_REDIS_URL", what + " Redis"));
+        java.util.function.Supplier<IdempotencyStore> postgres =
+                () ->
+                        new PostgresIdempotencyStore(
+                                        url("IDEMKIT_POSTGRES_URL", what + " PostgreSQL"))
+                                .createTableIfMissing();
+        return java.util.stream.Stream.of(
+                org.junit.jupiter.params.provider.Arguments.of("memory", memory),
+                org.junit.jupiter.params.provider.Arguments.of("redis", redis),
+                org.junit.jupiter.params.provider.Arguments.of("postgres", postgres));
+    }
 }
