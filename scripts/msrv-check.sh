@@ -56,6 +56,16 @@ needs = edition_needs.get(root["edition"], (999, 0, 0))
 if needs > ours:
     problems.append(f"edition {root['edition']} needs Rust {shown(needs)}")
 
+# The project's other crates (the C library in this workspace, the JNI crates in their own) say
+# the same rust-version and license as the core, so a packager reading any one of them is told
+# the truth.
+import tomllib
+for manifest in ["capi/Cargo.toml", "java/native/Cargo.toml", "java/native/testing/Cargo.toml"]:
+    package = tomllib.load(open(manifest, "rb"))["package"]
+    for field, want in (("rust-version", root["rust_version"]), ("license", root["license"])):
+        if package.get(field) != want:
+            problems.append(f"{manifest} says {field} = {package.get(field)!r}; the core says {want!r}")
+
 if problems:
     print('scripts/msrv-check.sh: Cargo.toml says rust-version = "%s", but:' % root['rust_version'])
     for line in problems:
