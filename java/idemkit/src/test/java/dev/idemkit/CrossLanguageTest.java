@@ -50,7 +50,7 @@ class CrossLanguageTest {
         }
         // examples/cross_call.rs, built as a binary of java/native so it reuses the compiled core.
         Path nativeDir =
-                Path.of(System.getProperty("idemkit.repo.root", ".."))
+                Path.of(System.getProperty("idemkit.repo.root", "../.."))
                         .toAbsolutePath()
                         .normalize()
                         .resolve("java/native");

@@ -95,7 +95,7 @@ class ModulePathIT {
         assertTrue(output.contains("body ran: 1\n"), output);
         // A tool in a package the application does not open is refused with the fix, as
         // README.md shows it.
-        String readme = Files.readString(Path.of("README.md"));
+        String readme = Files.readString(Path.of("../README.md"));
         String prefix = "java.lang.IllegalStateException: ";
         int at = readme.indexOf(prefix + "tool `hidden`");
         assertTrue(at >= 0, "README.md should show the error of a tool in a closed package");

@@ -10,9 +10,12 @@ package dev.idemkit;
  * through {@code -Didemkit.native.path}, which Maven's surefire configuration sets.
  */
 final class NativeTestSupport {
-    /** The test library, as {@code java/pom.xml} builds it (relative to {@code java/}). */
+    /**
+     * The test library, as {@code java/idemkit/pom.xml} builds it (relative to {@code
+     * java/idemkit/}).
+     */
     static final String TEST_LIBRARY =
-            "native/target/release/" + System.mapLibraryName("idemkit_jni_testing");
+            "../native/target/release/" + System.mapLibraryName("idemkit_jni_testing");
 
     static {
         NativeLibrary.load();

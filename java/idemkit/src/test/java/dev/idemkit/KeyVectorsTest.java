@@ -49,7 +49,7 @@ class KeyVectorsTest {
                 Path.of(
                         override != null && !override.isEmpty()
                                 ? override
-                                : fallback != null ? fallback : "../tests/vectors/keys-v1.json");
+                                : fallback != null ? fallback : "../../tests/vectors/keys-v1.json");
         assertTrue(
                 Files.exists(path),
                 "the key vectors are missing at "

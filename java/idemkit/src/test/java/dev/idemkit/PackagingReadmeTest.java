@@ -29,7 +29,7 @@ class PackagingReadmeTest {
 
     @Test
     void theReadmeShowsTheErrorOfAPlatformWithoutABundledLibrary() throws Exception {
-        String readme = Files.readString(Path.of("README.md"));
+        String readme = Files.readString(Path.of("../README.md"));
         String error =
                 "java.lang.UnsatisfiedLinkError: " + NativeLibrary.notBundled("linux-aarch64");
         assertTrue(
@@ -39,7 +39,7 @@ class PackagingReadmeTest {
 
     @Test
     void theReadmeModuleIsTheOneThatRunsOnTheModulePath() throws Exception {
-        String readme = Files.readString(Path.of("README.md"));
+        String readme = Files.readString(Path.of("../README.md"));
         String module = Files.readString(Path.of("src/it/modular/module-info.java"));
         assertTrue(
                 blocks(readme, "java").contains(module),
@@ -48,8 +48,8 @@ class PackagingReadmeTest {
 
     @Test
     void everyGradleSnippetIsPartOfTheExampleThatRuns() throws Exception {
-        String readme = Files.readString(Path.of("README.md"));
-        Path example = Path.of("../gradle/example");
+        String readme = Files.readString(Path.of("../README.md"));
+        Path example = Path.of("../../gradle/example");
         String build =
                 Files.readString(example.resolve("settings.gradle"))
                         + Files.readString(example.resolve("build.gradle"));

@@ -23,7 +23,7 @@ class WebServiceReadmeTest {
 
     @Test
     void the_readme_web_service_example_is_the_compiled_one_and_it_runs() throws Exception {
-        String readme = Files.readString(Path.of("README.md"));
+        String readme = Files.readString(Path.of("../README.md"));
         int at = readme.indexOf(MARKER);
         assertTrue(
                 at >= 0,

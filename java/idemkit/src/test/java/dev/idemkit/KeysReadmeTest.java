@@ -20,7 +20,7 @@ class KeysReadmeTest {
 
     @Test
     void the_readme_key_example_is_the_compiled_one_and_it_runs() throws Exception {
-        String readme = Files.readString(Path.of("README.md"));
+        String readme = Files.readString(Path.of("../README.md"));
         int at = readme.indexOf(MARKER);
         assertTrue(
                 at >= 0, "README.md has no java block starting with `package com.example.keys;`");

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 class ReadmeTest {
     @Test
     void the_readme_example_is_the_compiled_one_and_it_runs() throws Exception {
-        String readme = Files.readString(Path.of("README.md"));
+        String readme = Files.readString(Path.of("../README.md"));
         int start = readme.indexOf("```java\n") + "```java\n".length();
         String block = readme.substring(start, readme.indexOf("```", start));
         String source =
