@@ -231,7 +231,7 @@ fi
 # Valgrind follows the test's fork() child too (its log lines carry the child's pid); the
 # suppressions cover what the child inherits from the parent's threads (see the file).
 cd "$elsewhere"
-valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1 \
+IDEMKIT_C_TEST_UNDER_VALGRIND=1 valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=1 \
   --suppressions="$root/tests/c/valgrind.supp" \
   --show-leak-kinds=definite --log-file="$work/valgrind.log" "$work/idemkit_test" "$work/vectors.txt" |
   sed 's/^C tests: /C tests (valgrind): /' || {

@@ -804,6 +804,15 @@ static void tenants_and_runs_are_part_of_the_key(void) {
 /* How long a forked child may take before it counts as hung (generous: valgrind is slow). */
 #define FORK_CHILD_BOUND_MS 30000
 
+/* scripts/c-test.sh sets IDEMKIT_C_TEST_UNDER_VALGRIND=1 for its valgrind run, where every call
+ * is 20-50 times slower: deadlines meant never to be reached are scaled by this factor there. */
+static int under_valgrind(void) {
+    const char *v = getenv("IDEMKIT_C_TEST_UNDER_VALGRIND");
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
+static uint64_t generous_ms(uint64_t ms) { return under_valgrind() ? ms * 20 : ms; }
+
 /* Runs `child(arg)` in a process made by fork(), which exits 0 when all its checks passed.
  * Answers that exit status, or -1 when the child had to be killed after `bound_ms` (it hung)
  * or died by a signal. Never waits longer than the bound. */
@@ -917,7 +926,7 @@ static void a_forked_child_uses_stores_and_never_hangs(void) {
     fresh_tenant(c.tenant, sizeof c.tenant, "fork");
     idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
     policy.ttl_seconds = 60;
-    c.tool = make_tool("pre_fork", &policy, 2000);
+    c.tool = make_tool("pre_fork", &policy, generous_ms(2000));
     /* The parent uses every store before fork(): the runtime runs, connections are open. */
     for (int i = 0; i < 2; i++) {
         if (!c.urls[i]) continue;
@@ -1035,7 +1044,7 @@ static void a_forked_child_whose_store_cannot_reopen_is_told_so(void) {
         return;
     }
     idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
-    struct lost_store l = {store, make_tool("send_email", &policy, 2000)};
+    struct lost_store l = {store, make_tool("send_email", &policy, generous_ms(2000))};
     run_once(store, l.tool, "{\"to\":\"here\"}", "1");
     kill(server, SIGKILL);
     waitpid(server, NULL, 0);
@@ -1556,6 +1565,14 @@ static int runs_with_retries(idemkit_store *store, idemkit_tool *tool, const cha
 
 static void retries_on(idemkit_store *store, const char *tenant) {
     if (!store) return;
+    if (tenant != NULL && under_valgrind()) {
+        /* A retry needs the failed claim's release confirmed within the 100 ms the library
+         * settles inline; a server store under valgrind answers slower, so the release goes on
+         * in the background and (rightly) no retry is offered. The two runs without valgrind
+         * check this on every store; under valgrind the memory store does. */
+        printf("note: retries on a server store are not checked under valgrind (timing)\n");
+        return;
+    }
     idemkit_policy policy = policy_with_effect(IDEMKIT_EFFECT_IDEMPOTENT);
     policy.retry_max_attempts = 3;
     policy.retry_initial_backoff_ms = 1;
