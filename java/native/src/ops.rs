@@ -127,6 +127,26 @@ pub(crate) fn store_open(
     })))
 }
 
+/// `NativeIdempotencyStore(StoreOperations)`: a store written in Java, driven by the executor
+/// through `bridge` (a `dev.idemkit.StoreBridge`; see `java_store`).
+pub(crate) fn store_open_java(
+    env: &mut Env<'_>,
+    bridge: &jni::objects::JObject<'_>,
+    description: &JString<'_>,
+    max_outcome_bytes: jlong,
+) -> Result<jlong> {
+    if bridge.is_null() {
+        return Err(Failure::IllegalArgument("the store bridge is null".into()));
+    }
+    let description = string(env, description)?.unwrap_or_else(|| "a Java store".to_owned());
+    let max_outcome_bytes = usize::try_from(max_outcome_bytes).unwrap_or(0);
+    let store = crate::java_store::JavaStore::new(env, bridge, description, max_outcome_bytes)?;
+    Ok(handles::store_into_handle(Arc::new(StoreHandle {
+        executor: Executor::new(Arc::new(store)),
+        events: Arc::new(EventQueue::default()),
+    })))
+}
+
 pub(crate) fn store_forget(env: &mut Env<'_>, store: jlong, tenant: &JString<'_>) -> Result<jlong> {
     let store = handles::store(store)?;
     let tenant = string(env, tenant)?;

@@ -9,6 +9,7 @@
  */
 module dev.idemkit {
     exports dev.idemkit;
+    exports dev.idemkit.spi;
 
     requires transitive com.fasterxml.jackson.databind;
     requires transitive java.net.http;

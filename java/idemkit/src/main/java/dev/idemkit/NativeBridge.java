@@ -73,6 +73,12 @@ final class NativeBridge {
             boolean allowEvicting,
             long maxOutcomeBytes);
 
+    /**
+     * Opens a store written in Java: the native executor calls {@code bridge} for every store
+     * operation.
+     */
+    static native long storeOpenJava(Object bridge, String description, long maxOutcomeBytes);
+
     static native void storeDestroy(long store);
 
     /** Deletes every record of {@code tenant} (null: the records without a tenant). */
