@@ -309,6 +309,15 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_postgresCreateTable<'l>(
 }
 
 #[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_postgresStatements<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    table: JString<'l>,
+) -> JObjectArray<'l, JString<'l>> {
+    entry(&mut env, |env| ops::postgres_statements(env, &table))
+}
+
+#[no_mangle]
 pub extern "system" fn Java_dev_idemkit_NativeBridge_contextNew<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,

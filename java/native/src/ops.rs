@@ -681,6 +681,44 @@ pub(crate) fn postgres_create_table(
     .map_err(failed)
 }
 
+/// `PostgresIdempotencyStore(DataSource)`: the DDL for `table` (or the default table) then, by
+/// name, the SQL of every statement of the native store, as pairs: `schema`, DDL, `claim`, SQL,
+/// ... (one text for both stores).
+#[cfg(feature = "postgres")]
+pub(crate) fn postgres_statements<'l>(
+    env: &mut Env<'l>,
+    table: &JString<'_>,
+) -> Result<JObjectArray<'l, JString<'l>>> {
+    use idemkit::store::postgres::{schema_sql, statements, DEFAULT_TABLE};
+    let table = string(env, table)?.unwrap_or_else(|| DEFAULT_TABLE.to_owned());
+    let refused = |e: idemkit::StoreError| match e {
+        idemkit::StoreError::Configuration(message) => {
+            Failure::Idemkit(Error::Configuration(message))
+        }
+        other => Failure::IllegalArgument(other.to_string()),
+    };
+    let mut pairs = vec![("schema", schema_sql(&table).map_err(refused)?)];
+    pairs.extend(statements(&table).map_err(refused)?);
+    let array = JObjectArray::<JString>::new(env, pairs.len() * 2, JString::null())?;
+    for (i, (name, sql)) in pairs.iter().enumerate() {
+        let name = JString::from_str(env, name)?;
+        array.set_element(env, 2 * i, &name)?;
+        let sql = JString::from_str(env, sql)?;
+        array.set_element(env, 2 * i + 1, &sql)?;
+    }
+    Ok(array)
+}
+
+#[cfg(not(feature = "postgres"))]
+pub(crate) fn postgres_statements<'l>(
+    _env: &mut Env<'l>,
+    _table: &JString<'_>,
+) -> Result<JObjectArray<'l, JString<'l>>> {
+    Err(Failure::Idemkit(Error::Configuration(
+        "this build of idemkit_jni has no PostgreSQL support; build java/native with --features postgres".into(),
+    )))
+}
+
 #[cfg(not(feature = "postgres"))]
 pub(crate) fn postgres_create_table(
     _env: &mut Env<'_>,

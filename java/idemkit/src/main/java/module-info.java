@@ -13,6 +13,7 @@ module dev.idemkit {
 
     requires transitive com.fasterxml.jackson.databind;
     requires transitive java.net.http;
+    requires transitive java.sql;
     requires com.fasterxml.jackson.datatype.jsr310;
     requires com.fasterxml.jackson.datatype.jdk8;
 }

@@ -200,4 +200,10 @@ final class NativeBridge {
 
     /** Creates the PostgreSQL table and index if missing (the core's DDL, table name validated). */
     static native void postgresCreateTable(String url, String table);
+
+    /**
+     * The DDL for {@code table} (null: the default) and the SQL of every statement of the native
+     * PostgreSQL store, as pairs: {@code "schema"}, DDL, {@code "claim"}, SQL, ...
+     */
+    static native String[] postgresStatements(String table);
 }
