@@ -318,6 +318,14 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_postgresStatements<'l>(
 }
 
 #[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_redisScripts<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+) -> JObjectArray<'l, JString<'l>> {
+    entry(&mut env, ops::redis_scripts)
+}
+
+#[no_mangle]
 pub extern "system" fn Java_dev_idemkit_NativeBridge_contextNew<'l>(
     mut env: EnvUnowned<'l>,
     _class: JClass<'l>,

@@ -697,14 +697,35 @@ pub(crate) fn postgres_statements<'l>(
         }
         other => Failure::IllegalArgument(other.to_string()),
     };
-    let mut pairs = vec![("schema", schema_sql(&table).map_err(refused)?)];
-    pairs.extend(statements(&table).map_err(refused)?);
+    let mut all = vec![("schema", schema_sql(&table).map_err(refused)?)];
+    all.extend(statements(&table).map_err(refused)?);
+    pairs(env, &all)
+}
+
+/// `RedisIdempotencyStore(RedisClient)`: the native store's Lua scripts (prelude included), as
+/// pairs of name and text (one text for both stores).
+#[cfg(feature = "redis")]
+pub(crate) fn redis_scripts<'l>(env: &mut Env<'l>) -> Result<JObjectArray<'l, JString<'l>>> {
+    pairs(env, &idemkit::store::redis::script_sources())
+}
+
+#[cfg(not(feature = "redis"))]
+pub(crate) fn redis_scripts<'l>(_env: &mut Env<'l>) -> Result<JObjectArray<'l, JString<'l>>> {
+    Err(Failure::Idemkit(Error::Configuration(
+        "this build of idemkit_jni has no Redis support; build java/native with --features redis"
+            .into(),
+    )))
+}
+
+/// `[name, text, name, text, ...]` as a Java `String[]`.
+#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+fn pairs<'l>(env: &mut Env<'l>, pairs: &[(&str, String)]) -> Result<JObjectArray<'l, JString<'l>>> {
     let array = JObjectArray::<JString>::new(env, pairs.len() * 2, JString::null())?;
-    for (i, (name, sql)) in pairs.iter().enumerate() {
+    for (i, (name, text)) in pairs.iter().enumerate() {
         let name = JString::from_str(env, name)?;
         array.set_element(env, 2 * i, &name)?;
-        let sql = JString::from_str(env, sql)?;
-        array.set_element(env, 2 * i + 1, &sql)?;
+        let text = JString::from_str(env, text)?;
+        array.set_element(env, 2 * i + 1, &text)?;
     }
     Ok(array)
 }

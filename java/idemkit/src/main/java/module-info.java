@@ -14,6 +14,7 @@ module dev.idemkit {
     requires transitive com.fasterxml.jackson.databind;
     requires transitive java.net.http;
     requires transitive java.sql;
+    requires static redis.clients.jedis;
     requires com.fasterxml.jackson.datatype.jsr310;
     requires com.fasterxml.jackson.datatype.jdk8;
 }

@@ -206,4 +206,7 @@ final class NativeBridge {
      * PostgreSQL store, as pairs: {@code "schema"}, DDL, {@code "claim"}, SQL, ...
      */
     static native String[] postgresStatements(String table);
+
+    /** The native Redis store's Lua scripts (prelude included), as pairs of name and text. */
+    static native String[] redisScripts();
 }

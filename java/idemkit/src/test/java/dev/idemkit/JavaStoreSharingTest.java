@@ -72,6 +72,32 @@ class JavaStoreSharingTest {
     }
 
     @Test
+    void the_jedis_store_and_the_native_redis_store_share_records() throws Exception {
+        String url = Services.url("IDEMKIT_REDIS_URL", "Jedis sharing");
+        try (redis.clients.jedis.RedisClient client =
+                        redis.clients.jedis.RedisClient.create(java.net.URI.create(url));
+                RedisIdempotencyStore java = new RedisIdempotencyStore(client);
+                RedisIdempotencyStore rust = new RedisIdempotencyStore(url)) {
+            shareOneKey(java, rust);
+        }
+    }
+
+    @Test
+    void the_jedis_cluster_store_and_the_native_cluster_store_share_records() throws Exception {
+        String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "Jedis cluster sharing");
+        java.util.Set<redis.clients.jedis.HostAndPort> nodes = new java.util.HashSet<>();
+        for (String node : url.substring(url.indexOf("//") + 2).replace("/", "").split(",")) {
+            nodes.add(redis.clients.jedis.HostAndPort.from(node));
+        }
+        try (redis.clients.jedis.RedisClusterClient client =
+                        redis.clients.jedis.RedisClusterClient.create(nodes);
+                RedisIdempotencyStore java = new RedisIdempotencyStore(client);
+                RedisIdempotencyStore rust = new RedisIdempotencyStore(url)) {
+            shareOneKey(java, rust);
+        }
+    }
+
+    @Test
     void the_jdbc_store_and_the_native_postgres_store_share_records() throws Exception {
         try (PostgresIdempotencyStore java =
                         new PostgresIdempotencyStore(JavaClients.dataSource("JDBC sharing"))
