@@ -37,6 +37,7 @@
 
 mod boundary;
 mod handles;
+mod java_store;
 mod keys;
 mod ops;
 
@@ -48,7 +49,7 @@ pub mod __testing {
     pub use crate::boundary::{entry, Failure, Result};
 }
 
-use jni::objects::{JByteArray, JClass, JLongArray, JObjectArray, JString};
+use jni::objects::{JByteArray, JClass, JLongArray, JObject, JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong};
 use jni::EnvUnowned;
 
@@ -91,6 +92,19 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_storeOpen<'l>(
             allow_evicting,
             max_outcome_bytes,
         )
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_storeOpenJava<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    bridge: JObject<'l>,
+    description: JString<'l>,
+    max_outcome_bytes: jlong,
+) -> jlong {
+    entry(&mut env, |env| {
+        ops::store_open_java(env, &bridge, &description, max_outcome_bytes)
     })
 }
 
@@ -292,6 +306,23 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_postgresCreateTable<'l>(
     entry(&mut env, |env| {
         ops::postgres_create_table(env, &url, &table)
     })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_postgresStatements<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    table: JString<'l>,
+) -> JObjectArray<'l, JString<'l>> {
+    entry(&mut env, |env| ops::postgres_statements(env, &table))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_redisScripts<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+) -> JObjectArray<'l, JString<'l>> {
+    entry(&mut env, ops::redis_scripts)
 }
 
 #[no_mangle]

@@ -127,6 +127,26 @@ pub(crate) fn store_open(
     })))
 }
 
+/// `NativeIdempotencyStore(StoreOperations)`: a store written in Java, driven by the executor
+/// through `bridge` (a `dev.idemkit.StoreBridge`; see `java_store`).
+pub(crate) fn store_open_java(
+    env: &mut Env<'_>,
+    bridge: &jni::objects::JObject<'_>,
+    description: &JString<'_>,
+    max_outcome_bytes: jlong,
+) -> Result<jlong> {
+    if bridge.is_null() {
+        return Err(Failure::IllegalArgument("the store bridge is null".into()));
+    }
+    let description = string(env, description)?.unwrap_or_else(|| "a Java store".to_owned());
+    let max_outcome_bytes = usize::try_from(max_outcome_bytes).unwrap_or(0);
+    let store = crate::java_store::JavaStore::new(env, bridge, description, max_outcome_bytes)?;
+    Ok(handles::store_into_handle(Arc::new(StoreHandle {
+        executor: Executor::new(Arc::new(store)),
+        events: Arc::new(EventQueue::default()),
+    })))
+}
+
 pub(crate) fn store_forget(env: &mut Env<'_>, store: jlong, tenant: &JString<'_>) -> Result<jlong> {
     let store = handles::store(store)?;
     let tenant = string(env, tenant)?;
@@ -659,6 +679,65 @@ pub(crate) fn postgres_create_table(
         store.create_table_if_missing().await
     })
     .map_err(failed)
+}
+
+/// `PostgresIdempotencyStore(DataSource)`: the DDL for `table` (or the default table) then, by
+/// name, the SQL of every statement of the native store, as pairs: `schema`, DDL, `claim`, SQL,
+/// ... (one text for both stores).
+#[cfg(feature = "postgres")]
+pub(crate) fn postgres_statements<'l>(
+    env: &mut Env<'l>,
+    table: &JString<'_>,
+) -> Result<JObjectArray<'l, JString<'l>>> {
+    use idemkit::store::postgres::{schema_sql, statements, DEFAULT_TABLE};
+    let table = string(env, table)?.unwrap_or_else(|| DEFAULT_TABLE.to_owned());
+    let refused = |e: idemkit::StoreError| match e {
+        idemkit::StoreError::Configuration(message) => {
+            Failure::Idemkit(Error::Configuration(message))
+        }
+        other => Failure::IllegalArgument(other.to_string()),
+    };
+    let mut all = vec![("schema", schema_sql(&table).map_err(refused)?)];
+    all.extend(statements(&table).map_err(refused)?);
+    pairs(env, &all)
+}
+
+/// `RedisIdempotencyStore(RedisClient)`: the native store's Lua scripts (prelude included), as
+/// pairs of name and text (one text for both stores).
+#[cfg(feature = "redis")]
+pub(crate) fn redis_scripts<'l>(env: &mut Env<'l>) -> Result<JObjectArray<'l, JString<'l>>> {
+    pairs(env, &idemkit::store::redis::script_sources())
+}
+
+#[cfg(not(feature = "redis"))]
+pub(crate) fn redis_scripts<'l>(_env: &mut Env<'l>) -> Result<JObjectArray<'l, JString<'l>>> {
+    Err(Failure::Idemkit(Error::Configuration(
+        "this build of idemkit_jni has no Redis support; build java/native with --features redis"
+            .into(),
+    )))
+}
+
+/// `[name, text, name, text, ...]` as a Java `String[]`.
+#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+fn pairs<'l>(env: &mut Env<'l>, pairs: &[(&str, String)]) -> Result<JObjectArray<'l, JString<'l>>> {
+    let array = JObjectArray::<JString>::new(env, pairs.len() * 2, JString::null())?;
+    for (i, (name, text)) in pairs.iter().enumerate() {
+        let name = JString::from_str(env, name)?;
+        array.set_element(env, 2 * i, &name)?;
+        let text = JString::from_str(env, text)?;
+        array.set_element(env, 2 * i + 1, &text)?;
+    }
+    Ok(array)
+}
+
+#[cfg(not(feature = "postgres"))]
+pub(crate) fn postgres_statements<'l>(
+    _env: &mut Env<'l>,
+    _table: &JString<'_>,
+) -> Result<JObjectArray<'l, JString<'l>>> {
+    Err(Failure::Idemkit(Error::Configuration(
+        "this build of idemkit_jni has no PostgreSQL support; build java/native with --features postgres".into(),
+    )))
 }
 
 #[cfg(not(feature = "postgres"))]

@@ -54,8 +54,8 @@ use self::errors::error_text;
 use self::pool::{Slot, CONNECTIONS, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 use self::sql::Sql;
 pub use self::sql::{
-    schema_sql, validate_table_name, CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE, FINGERPRINT_SQL,
-    HELD_OUTCOME_SQL, HOT_UPDATES_SQL, SCHEMA_SQL,
+    schema_sql, statements, validate_table_name, CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE,
+    FINGERPRINT_SQL, HELD_OUTCOME_SQL, HOT_UPDATES_SQL, SCHEMA_SQL,
 };
 use super::{
     checked_timeout, nfc, redact_url, repeated_resolution, take_url_settings, Claim, ClaimReply,
@@ -539,12 +539,7 @@ impl Store for PostgresStore {
     async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {
         // An operator's rare action: one DELETE, not prepared with the hot statements. It
         // answers whether the row it removed was live.
-        let sql = format!(
-            "DELETE FROM {} WHERE tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END)
-  AND key = $2::text
-RETURNING expires_at > date_trunc('milliseconds', clock_timestamp())",
-            self.table
-        );
+        let sql = sql::delete_sql(&self.table);
         let key = id.key.hex();
         let row = self
             .run(true, |s| {

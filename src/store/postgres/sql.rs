@@ -65,6 +65,38 @@ pub fn schema_sql(table: &str) -> Result<String, StoreError> {
     .replace("idemkit_records", table))
 }
 
+/// The SQL of every statement of the store for `table` (validated), by name, with PostgreSQL's
+/// `$n` parameters, for a table with every migration of `sql/postgres/`: `claim`, `complete`,
+/// `release`, `get`, `list`, `newest`, `resolve`, `forget`, `purge` and `delete`.
+///
+/// One text for every driver: the Java face's JDBC store (`PostgresIdempotencyStore(DataSource)`)
+/// runs these very statements, so that it and this store share one table and record format.
+pub fn statements(table: &str) -> Result<Vec<(&'static str, String)>, StoreError> {
+    validate_table_name(table)?;
+    let sql = Sql::new(table);
+    Ok(vec![
+        ("claim", sql.claim),
+        ("complete", sql.complete),
+        ("release", sql.release),
+        ("get", sql.get),
+        ("list", sql.list),
+        ("newest", sql.newest),
+        ("resolve", sql.resolve),
+        ("forget", sql.forget),
+        ("purge", sql.purge),
+        ("delete", delete_sql(table)),
+    ])
+}
+
+/// An operator's delete of one record, whatever its state; answers whether the row was live.
+pub(super) fn delete_sql(table: &str) -> String {
+    format!(
+        "DELETE FROM {table} WHERE tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END)
+  AND key = $2::text
+RETURNING expires_at > date_trunc('milliseconds', clock_timestamp())"
+    )
+}
+
 /// `x` (a timestamptz) as milliseconds since the epoch.
 fn ms(x: &str) -> String {
     format!("(extract(epoch from {x}) * 1000)::bigint")

@@ -63,6 +63,7 @@ use self::codec::{
 pub use self::layout::{glob_escape, tenant_segment};
 use self::layout::{is_record_suffix, ListCursor};
 use self::pool::{broken_connection, Connection};
+pub use self::scripts::sources as script_sources;
 use self::scripts::{CLAIM, COMPLETE, GET, PURGE_ONE, RELEASE, RESOLVE};
 use super::{
     checked_timeout, newest_first, nfc, redact_url, repeated_resolution, take_url_settings, Claim,

@@ -33,6 +33,23 @@ pub(super) static RESOLVE: Lazy<Script> = Lazy::new(|| script(include_str!("scri
 pub(super) static PURGE_ONE: Lazy<Script> =
     Lazy::new(|| script(include_str!("scripts/purge_one.lua")));
 
+/// Every script's full text (the prelude, then its body), by name: `claim`, `complete`,
+/// `release`, `get`, `resolve`, `purge_one`. One text for every client: the Java face's Jedis
+/// store (`RedisIdempotencyStore(RedisClient)`) runs these very scripts.
+pub fn sources() -> Vec<(&'static str, String)> {
+    [
+        ("claim", include_str!("scripts/claim.lua")),
+        ("complete", include_str!("scripts/complete.lua")),
+        ("release", include_str!("scripts/release.lua")),
+        ("get", include_str!("scripts/get.lua")),
+        ("resolve", include_str!("scripts/resolve.lua")),
+        ("purge_one", include_str!("scripts/purge_one.lua")),
+    ]
+    .into_iter()
+    .map(|(name, body)| (name, format!("{PRELUDE}{body}")))
+    .collect()
+}
+
 fn script(body: &str) -> Script {
     Script::new(&format!("{PRELUDE}{body}"))
 }

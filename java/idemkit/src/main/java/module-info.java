@@ -9,9 +9,12 @@
  */
 module dev.idemkit {
     exports dev.idemkit;
+    exports dev.idemkit.spi;
 
     requires transitive com.fasterxml.jackson.databind;
     requires transitive java.net.http;
+    requires transitive java.sql;
+    requires static redis.clients.jedis;
     requires com.fasterxml.jackson.datatype.jsr310;
     requires com.fasterxml.jackson.datatype.jdk8;
 }

@@ -1,5 +1,6 @@
 package dev.idemkit;
 
+import dev.idemkit.spi.StoreOperations;
 import java.util.Map;
 
 /**
@@ -8,11 +9,12 @@ import java.util.Map;
  * InMemoryIdempotencyStore}, {@link RedisIdempotencyStore}, {@link PostgresIdempotencyStore}, all
  * run by the native core.
  *
- * <p><b>Not for implementing outside idemkit, yet.</b> {@link ToolDispatcher} and {@link
- * WebServiceExecutor} accept only the stores above and refuse any other implementation with {@link
- * IllegalArgumentException}: the claim protocol runs in the core, which drives only its own stores.
- * The {@code IdempotencyStoreContract} in the tests jar checks those stores; it is not an
- * invitation to write one until stores written in Java are supported.
+ * <p><b>Stores written in Java.</b> A store over a client the application already owns is built
+ * from its operations: implement {@link dev.idemkit.spi.StoreOperations} and wrap it with {@link
+ * #of(StoreOperations)}. The native executor drives it, so waiting, deadlines, leases and settling
+ * behave exactly as on the stores above. {@link ToolDispatcher} and {@link WebServiceExecutor}
+ * accept only stores made by idemkit (the classes above and {@link #of}); another implementation of
+ * this interface is refused with {@link IllegalArgumentException}.
  *
  * <p><b>Thread safety.</b> Every store is safe for concurrent use by any number of threads,
  * dispatchers and executors: each claim is one atomic operation in the store itself (a lock-guarded
@@ -21,6 +23,19 @@ import java.util.Map;
  * calls: calls already in flight finish, later ones throw {@link IllegalStateException}.
  */
 public interface IdempotencyStore extends AutoCloseable {
+    /**
+     * A store whose records are kept by {@code operations} (written in Java, over the application's
+     * own client), driven by the native executor. Closing the store does not close anything of
+     * {@code operations}: its client stays the application's.
+     *
+     * @param operations the store operations; see {@link dev.idemkit.spi.StoreOperations} for what
+     *     they must do
+     * @return a store for {@link ToolDispatcher} and {@link WebServiceExecutor}
+     */
+    static IdempotencyStore of(StoreOperations operations) {
+        return new OperationsStore(operations);
+    }
+
     /**
      * Deletes every record of {@code tenant} (null: the records without a tenant); answers how
      * many.

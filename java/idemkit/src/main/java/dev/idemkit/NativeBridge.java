@@ -73,6 +73,12 @@ final class NativeBridge {
             boolean allowEvicting,
             long maxOutcomeBytes);
 
+    /**
+     * Opens a store written in Java: the native executor calls {@code bridge} for every store
+     * operation.
+     */
+    static native long storeOpenJava(Object bridge, String description, long maxOutcomeBytes);
+
     static native void storeDestroy(long store);
 
     /** Deletes every record of {@code tenant} (null: the records without a tenant). */
@@ -194,4 +200,13 @@ final class NativeBridge {
 
     /** Creates the PostgreSQL table and index if missing (the core's DDL, table name validated). */
     static native void postgresCreateTable(String url, String table);
+
+    /**
+     * The DDL for {@code table} (null: the default) and the SQL of every statement of the native
+     * PostgreSQL store, as pairs: {@code "schema"}, DDL, {@code "claim"}, SQL, ...
+     */
+    static native String[] postgresStatements(String table);
+
+    /** The native Redis store's Lua scripts (prelude included), as pairs of name and text. */
+    static native String[] redisScripts();
 }

@@ -46,6 +46,23 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
         this.cleanable = CLEANER.register(this, handle);
     }
 
+    /**
+     * A store whose operations are written in Java, driven by the native executor through upcalls
+     * (see {@link dev.idemkit.spi.StoreOperations}).
+     */
+    NativeIdempotencyStore(dev.idemkit.spi.StoreOperations operations) {
+        java.util.Objects.requireNonNull(operations, "operations");
+        String described = java.util.Objects.requireNonNull(operations.describe(), "describe()");
+        long h =
+                NativeBridge.storeOpenJava(
+                        new StoreBridge(operations), described, operations.maxOutcomeBytes());
+        this.description = described;
+        this.handle =
+                new NativeHandle(
+                        h, NativeBridge::storeDestroy, "the idempotency store " + described);
+        this.cleanable = CLEANER.register(this, handle);
+    }
+
     /** Whether records live only in this process (a warning is logged for REQUIRED tools on it). */
     boolean inProcessOnly() {
         return false;

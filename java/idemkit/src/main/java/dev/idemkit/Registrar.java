@@ -108,7 +108,9 @@ final class Registrar {
                     "store "
                             + given.getClass().getName()
                             + " is not run by the idemkit"
-                            + " core; use InMemoryIdempotencyStore, RedisIdempotencyStore or PostgresIdempotencyStore");
+                            + " core; use InMemoryIdempotencyStore, RedisIdempotencyStore or PostgresIdempotencyStore, or"
+                            + " implement dev.idemkit.spi.StoreOperations and wrap it with"
+                            + " IdempotencyStore.of(operations)");
         }
         if (s.isClosed()) {
             throw new IllegalStateException("the store " + s.describe() + " is closed");

@@ -1,0 +1,377 @@
+package dev.idemkit;
+
+import dev.idemkit.spi.ClaimRequest;
+import dev.idemkit.spi.ClaimResult;
+import dev.idemkit.spi.ListRequest;
+import dev.idemkit.spi.ListResult;
+import dev.idemkit.spi.ReadResult;
+import dev.idemkit.spi.RecordId;
+import dev.idemkit.spi.SettleResult;
+import dev.idemkit.spi.StoreOperations;
+import dev.idemkit.spi.StoredOutcome;
+import dev.idemkit.spi.StoredRecord;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Consumer;
+import redis.clients.jedis.Connection;
+import redis.clients.jedis.ConnectionPool;
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.RedisClusterClient;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisNoScriptException;
+import redis.clients.jedis.params.ScanParams;
+import redis.clients.jedis.resps.ScanResult;
+
+/**
+ * The Redis store over the application's Jedis client ({@code RedisClient}, {@code
+ * RedisClusterClient}). It runs the very Lua scripts of the native Redis store (their text comes
+ * from the native library, {@code src/store/redis/scripts/*.lua}) on the same key layout ({@code
+ * <prefix><t>:<key>}) and record format, so both share records: a claim is one script touching one
+ * key, on the server's clock. The client stays the application's: this store never closes it.
+ */
+final class JedisStoreOperations implements StoreOperations {
+    private static final int SCAN_BATCH = 500;
+
+    /** A script: its text and SHA-1 ({@code EVALSHA} first, {@code EVAL} when not cached). */
+    private static final class Script {
+        final String text;
+        final String sha;
+
+        Script(String text) {
+            this.text = text;
+            try {
+                this.sha =
+                        HexFormat.of()
+                                .formatHex(
+                                        MessageDigest.getInstance("SHA-1")
+                                                .digest(text.getBytes(StandardCharsets.UTF_8)));
+            } catch (NoSuchAlgorithmException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    private final UnifiedJedis client;
+    private final String prefix;
+    private final Map<String, Script> scripts = new HashMap<>();
+
+    JedisStoreOperations(UnifiedJedis client, String prefix) {
+        this.client = java.util.Objects.requireNonNull(client, "client");
+        this.prefix = prefix == null ? "idemkit:" : prefix;
+        String[] pairs = NativeBridge.redisScripts();
+        for (int i = 0; i + 1 < pairs.length; i += 2) {
+            scripts.put(pairs[i], new Script(pairs[i + 1]));
+        }
+    }
+
+    /** {@code <prefix><t>:<key>}: {@code t} is {@code _}, or {@code t} + hex of the tenant. */
+    private String redisKey(RecordId id) {
+        return prefix + tenantSegment(id.tenant()) + ":" + id.key();
+    }
+
+    static String tenantSegment(String tenant) {
+        if (tenant == null) {
+            return "_";
+        }
+        return "t" + HexFormat.of().formatHex(tenant.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private Object run(String name, String key, String... args) {
+        Script s = scripts.get(name);
+        List<String> keys = List.of(key);
+        List<String> argv = List.of(args);
+        try {
+            return client.evalsha(s.sha, keys, argv);
+        } catch (JedisNoScriptException notCached) {
+            return client.eval(s.text, keys, argv);
+        }
+    }
+
+    @Override
+    public ClaimResult claim(ClaimRequest r) {
+        List<?> reply =
+                (List<?>)
+                        run(
+                                "claim",
+                                redisKey(r.id()),
+                                r.token(),
+                                Long.toString(Math.min(r.leaseMs(), MAX_SPAN_MS)),
+                                Long.toString(Math.min(r.ttlMs(), MAX_SPAN_MS)),
+                                r.retryFailure() ? "1" : "0",
+                                Integer.toString(StoredRecord.FORMAT),
+                                r.id().key(),
+                                r.scope(),
+                                r.id().tenant() == null ? "0" : "1",
+                                r.id().tenant() == null ? "" : r.id().tenant(),
+                                r.fingerprint() == null ? "" : r.fingerprint());
+        String answer = text(reply.get(0));
+        long now = number(reply.get(1));
+        if ("acquired".equals(answer)) {
+            return ClaimResult.acquired(now, number(reply.get(2)));
+        }
+        return ClaimResult.found(now, fromValues((List<?>) reply.get(2)));
+    }
+
+    @Override
+    public SettleResult complete(RecordId id, String token, StoredOutcome outcome, long ttlMs) {
+        List<?> reply =
+                (List<?>)
+                        run(
+                                "complete",
+                                redisKey(id),
+                                token,
+                                outcome.json(),
+                                outcome.kind(),
+                                Long.toString(Math.min(ttlMs, MAX_SPAN_MS)));
+        if ("recorded".equals(text(reply.get(0)))) {
+            return SettleResult.settled();
+        }
+        return SettleResult.notDone(reply.size() > 2 ? fromHash((List<?>) reply.get(2)) : null);
+    }
+
+    @Override
+    public boolean release(RecordId id, String token) {
+        return number(run("release", redisKey(id), token)) == 1;
+    }
+
+    @Override
+    public ReadResult get(RecordId id) {
+        List<?> reply = (List<?>) run("get", redisKey(id));
+        List<?> flat = (List<?>) reply.get(1);
+        return new ReadResult(number(reply.get(0)), flat.isEmpty() ? null : fromHash(flat));
+    }
+
+    @Override
+    public ListResult list(ListRequest request) {
+        // One SCAN pass over every primary; the page holds every live record found (the core
+        // filters by status). The cursor is this store's own.
+        String pattern =
+                glob(prefix)
+                        + (request.allTenants()
+                                ? "*"
+                                : glob(tenantSegment(request.tenant())) + ":*");
+        long now = 0;
+        List<StoredRecord> records = new ArrayList<>();
+        for (String key : scanAll(pattern)) {
+            String suffix = key.substring(prefix.length());
+            int colon = suffix.lastIndexOf(':');
+            if (colon < 0 || suffix.length() - colon - 1 != 64) {
+                continue;
+            }
+            List<?> reply = (List<?>) run("get", key);
+            now = Math.max(now, number(reply.get(0)));
+            List<?> flat = (List<?>) reply.get(1);
+            if (!flat.isEmpty()) {
+                records.add(fromHash(flat));
+            }
+        }
+        if (now == 0) {
+            now = number(((List<?>) run("get", prefix + "_:" + "0".repeat(64))).get(0));
+        }
+        return new ListResult(now, records, null);
+    }
+
+    @Override
+    public SettleResult resolve(
+            RecordId id, String expectedToken, StoredOutcome outcome, long ttlMs) {
+        List<?> reply =
+                (List<?>)
+                        run(
+                                "resolve",
+                                redisKey(id),
+                                expectedToken,
+                                outcome == null ? "release" : "complete",
+                                outcome == null ? "" : outcome.json(),
+                                outcome == null ? "" : outcome.kind(),
+                                Long.toString(Math.min(ttlMs, MAX_SPAN_MS)));
+        String answer = text(reply.get(0));
+        if ("done".equals(answer)) {
+            return SettleResult.settled();
+        }
+        return SettleResult.notDone(reply.size() > 2 ? fromHash((List<?>) reply.get(2)) : null);
+    }
+
+    @Override
+    public boolean delete(RecordId id) {
+        boolean live = get(id).record() != null;
+        client.del(redisKey(id));
+        return live;
+    }
+
+    @Override
+    public long forget(String tenant) {
+        long removed = 0;
+        for (String key : scanAll(glob(prefix) + glob(tenantSegment(tenant)) + ":*")) {
+            removed += client.del(key);
+        }
+        return removed;
+    }
+
+    @Override
+    public long purgeExpired() {
+        long removed = 0;
+        for (String key : scanAll(glob(prefix) + "*")) {
+            removed += number(run("purge_one", key));
+        }
+        return removed;
+    }
+
+    @Override
+    public String describe() {
+        return "redis (Jedis " + client.getClass().getSimpleName() + ") prefix " + prefix;
+    }
+
+    // --- Redis ---
+
+    /** {@code crate::policy::MAX_SPAN} in milliseconds: leases and TTLs are capped at it. */
+    private static final long MAX_SPAN_MS = 100L * 365 * 24 * 3600 * 1000;
+
+    /** Every key matching {@code pattern}, on every primary of a cluster, SCANned in batches. */
+    private Set<String> scanAll(String pattern) {
+        Set<String> keys = new LinkedHashSet<>();
+        ScanParams params = new ScanParams().match(pattern).count(SCAN_BATCH);
+        if (client instanceof RedisClusterClient) {
+            for (ConnectionPool pool : ((RedisClusterClient) client).getClusterNodes().values()) {
+                try (Connection c = pool.getResource()) {
+                    Jedis node = new Jedis(c);
+                    if (!node.role().get(0).toString().equals("master")) {
+                        continue;
+                    }
+                    scan(node::scan, params, keys::add);
+                }
+            }
+        } else {
+            scan(client::scan, params, keys::add);
+        }
+        return keys;
+    }
+
+    private interface Scanner {
+        ScanResult<String> scan(String cursor, ScanParams params);
+    }
+
+    private static void scan(Scanner scanner, ScanParams params, Consumer<String> found) {
+        String cursor = ScanParams.SCAN_POINTER_START;
+        do {
+            ScanResult<String> page = scanner.scan(cursor, params);
+            page.getResult().forEach(found);
+            cursor = page.getCursor();
+        } while (!ScanParams.SCAN_POINTER_START.equals(cursor));
+    }
+
+    /** {@code text} with the glob characters of {@code MATCH} patterns escaped. */
+    static String glob(String text) {
+        StringBuilder out = new StringBuilder();
+        for (char c : text.toCharArray()) {
+            if ("*?[]\\^-".indexOf(c) >= 0) {
+                out.append('\\');
+            }
+            out.append(c);
+        }
+        return out.toString();
+    }
+
+    private static String text(Object value) {
+        if (value == null) {
+            return null;
+        }
+        if (value instanceof byte[]) {
+            return new String((byte[]) value, StandardCharsets.UTF_8);
+        }
+        return value.toString();
+    }
+
+    private static long number(Object value) {
+        if (value instanceof Number) {
+            return ((Number) value).longValue();
+        }
+        return Long.parseLong(text(value));
+    }
+
+    private static final String[] FIELDS = {
+        "v",
+        "key",
+        "tenant",
+        "scope",
+        "state",
+        "token",
+        "claimed_at",
+        "lease_end",
+        "ttl_ms",
+        "expires_at",
+        "outcome",
+        "fingerprint",
+        "outcome_kind"
+    };
+
+    /** A record from the values of the claim script's {@code HMGET} (in {@link #FIELDS} order). */
+    private static StoredRecord fromValues(List<?> values) {
+        Map<String, String> f = new HashMap<>();
+        for (int i = 0; i < FIELDS.length && i < values.size(); i++) {
+            if (values.get(i) != null) {
+                f.put(FIELDS[i], text(values.get(i)));
+            }
+        }
+        return record(f);
+    }
+
+    /** A record from a flat {@code HGETALL} answer. */
+    private static StoredRecord fromHash(List<?> flat) {
+        Map<String, String> f = new HashMap<>();
+        for (int i = 0; i + 1 < flat.size(); i += 2) {
+            f.put(text(flat.get(i)), text(flat.get(i + 1)));
+        }
+        return record(f);
+    }
+
+    private static StoredRecord record(Map<String, String> f) {
+        String key = f.get("key");
+        int format = Integer.parseInt(required(f, "v", key));
+        if (format != StoredRecord.FORMAT) {
+            throw new IllegalStateException(
+                    "record "
+                            + key
+                            + " has format "
+                            + format
+                            + ", not "
+                            + StoredRecord.FORMAT
+                            + "; upgrade idemkit to read it");
+        }
+        String outcome = f.get("outcome");
+        String kind = f.get("outcome_kind");
+        if (outcome != null && kind == null) {
+            kind = JdbcStoreOperations.kind(outcome);
+        }
+        return new StoredRecord(
+                format,
+                required(f, "key", key),
+                f.get("tenant"),
+                required(f, "scope", key),
+                "completed".equals(f.get("state"))
+                        ? StoredRecord.State.COMPLETED
+                        : StoredRecord.State.IN_PROGRESS,
+                required(f, "token", key),
+                Long.parseLong(required(f, "claimed_at", key)),
+                Long.parseLong(required(f, "lease_end", key)),
+                Long.parseLong(required(f, "ttl_ms", key)),
+                Long.parseLong(required(f, "expires_at", key)),
+                outcome == null ? null : new StoredOutcome(kind, outcome),
+                f.get("fingerprint"));
+    }
+
+    private static String required(Map<String, String> f, String field, String key) {
+        String v = f.get(field);
+        if (v == null) {
+            throw new IllegalStateException("record " + key + " has no `" + field + "`");
+        }
+        return v;
+    }
+}
