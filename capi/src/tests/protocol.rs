@@ -412,7 +412,7 @@ fn structs_with_an_unknown_size_are_refused_and_the_known_size_is_accepted() {
         (size - 8, "not a size of idemkit_policy this library"),
     ] {
         policy.struct_size = bad;
-        let mut out = 1 as *mut IdemkitTool;
+        let mut out = std::ptr::dangling_mut::<IdemkitTool>();
         let status = unsafe { idemkit_tool_new(name.as_ptr(), &policy, 0, &mut out) };
         assert_eq!(status, IdemkitStatus::InvalidArgument, "size {bad}");
         assert!(out.is_null());
@@ -440,7 +440,7 @@ fn structs_with_an_unknown_size_are_refused_and_the_known_size_is_accepted() {
     let url = c("memory:");
     for bad in [0, size + 1] {
         options.struct_size = bad;
-        let mut store = 1 as *mut IdemkitStore;
+        let mut store = std::ptr::dangling_mut::<IdemkitStore>();
         let status = unsafe { idemkit_store_open(url.as_ptr(), &options, &mut store) };
         assert_eq!(status, IdemkitStatus::InvalidArgument, "size {bad}");
         assert!(store.is_null());
