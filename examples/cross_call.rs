@@ -10,24 +10,27 @@
 //! `"rust:<input>"`, so a caller that gets a remembered result can tell which language ran it.
 //!
 //! Options after the input: `--effectful` makes the tool `EFFECTFUL`; `--fail` makes the body
-//! fail. An idemkit error (or a held failure) is printed as `{"ran":0|1,"error":"<kind>"}`.
+//! fail; `--explicit=<key>` makes the tool `EXPLICIT`, called under `<key>` with the input as its
+//! payload. An idemkit error (or a held failure) is printed as `{"ran":0|1,"error":"<kind>"}`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use idemkit::store::StoreOptions;
-use idemkit::{CallContext, Effect, Executor, KeyInput, Policy, Tool};
+use idemkit::{CallContext, Effect, Executor, KeyInput, KeyStrategy, Policy, Tool};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (url, tool, tenant, input, options) = match args.as_slice() {
         [url, tool, tenant, input, options @ ..]
-            if options.iter().all(|o| o == "--effectful" || o == "--fail") =>
+            if options
+                .iter()
+                .all(|o| o == "--effectful" || o == "--fail" || o.starts_with("--explicit=")) =>
         {
             (url, tool, tenant, input, options)
         }
         _ => {
             eprintln!(
-                "usage: cross_call <store-url> <tool> <tenant> <input-json> [--effectful] [--fail]"
+                "usage: cross_call <store-url> <tool> <tenant> <input-json> [--effectful] [--fail] [--explicit=<key>]"
             );
             std::process::exit(2);
         }
@@ -38,14 +41,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Effect::Idempotent
     };
     let fail = options.iter().any(|o| o == "--fail");
+    let explicit = options.iter().find_map(|o| o.strip_prefix("--explicit="));
+    let payload: serde_json::Value = serde_json::from_str(input)?;
     let ran = AtomicU32::new(0);
     let answer = idemkit::runtime::block_on(async {
         let store = idemkit::store::open(url, &StoreOptions::default()).await?;
         let executor = Executor::new(store);
-        let tool = Tool::new(tool.as_str(), Policy::default().with_effect(effect))?;
+        let policy = match explicit {
+            Some(_) => Policy::new(KeyStrategy::Explicit),
+            None => Policy::default(),
+        };
+        let tool = Tool::new(tool.as_str(), policy.with_effect(effect))?;
         let context = CallContext::new().tenant(tenant.as_str());
+        let key_input = match explicit {
+            Some(key) => KeyInput::ExplicitWithPayload {
+                key,
+                payload: &payload,
+            },
+            None => KeyInput::Json(input),
+        };
         let result = executor
-            .call(&tool, &context, KeyInput::Json(input), |_call| async {
+            .call(&tool, &context, key_input, |_call| async {
                 ran.fetch_add(1, Ordering::SeqCst);
                 if fail {
                     Err(std::io::Error::other("no answer from upstream"))

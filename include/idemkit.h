@@ -579,6 +579,24 @@ typedef struct idemkit_policy {
    * The longest pause, in milliseconds (default 2000; not shorter than the first).
    */
   uint64_t retry_max_backoff_ms;
+  /**
+   * Error type names (as passed to `idemkit_fail`) that the retry policy covers: only a
+   * failure whose `error_type` is one of them is retried, and the library matches them
+   * (UTF-8, copied by `idemkit_tool_new`). NULL with `retry_on_count` 0 (the default) for
+   * every failure the rules above allow. Needs `retry_max_attempts`; a name is never a
+   * reason to retry a failure the library holds or records.
+   */
+  const char *const *retry_on;
+  /**
+   * How many names `retry_on` holds.
+   */
+  size_t retry_on_count;
+  /**
+   * For `HASH_INPUT` with `key_arguments` (default false): refuse a repeat whose whole input
+   * differs from the recorded call's with `IDEMKIT_STATUS_PAYLOAD_MISMATCH` (SPEC v1.1
+   * rule 9), instead of answering it from the record (the point of `key_arguments`).
+   */
+  bool reject_payload_mismatch;
 } idemkit_policy;
 
 #ifdef __cplusplus
@@ -638,7 +656,9 @@ void idemkit_string_free(char *string);
  *   the key.
  * - `input`: for `HASH_INPUT`, the call's input as JSON text (required); for `EXPLICIT`, the
  *   supplied key (NULL, empty or blank answers `IDEMKIT_STATUS_INVALID_KEY`); ignored (may be
- *   NULL) for `UUID` and `NONE`.
+ *   NULL) for `UUID` and `NONE`. An `EXPLICIT` call begun here keeps no payload fingerprint:
+ *   use `idemkit_begin_with_payload` so that a repeat of the key with another input is
+ *   refused.
  *
  * With status OK, `out->answer` is:
  * - `IDEMKIT_ANSWER_EXECUTE`: the key is claimed for this call and `*out_call` is a new call
@@ -650,8 +670,11 @@ void idemkit_string_free(char *string);
  *
  * Otherwise the status says why nothing may run: `IDEMKIT_STATUS_INVALID_KEY`,
  * `IDEMKIT_STATUS_FAIL_FAST`, `IDEMKIT_STATUS_IN_PROGRESS`, `IDEMKIT_STATUS_INDETERMINATE`,
- * `IDEMKIT_STATUS_STORE_UNAVAILABLE`, `IDEMKIT_STATUS_OUTCOME_TOO_LARGE`, or a boundary status;
- * `out->key` still holds the key when one was derived.
+ * `IDEMKIT_STATUS_STORE_UNAVAILABLE`, `IDEMKIT_STATUS_OUTCOME_TOO_LARGE`,
+ * `IDEMKIT_STATUS_PAYLOAD_MISMATCH` (a `HASH_INPUT` tool with `key_arguments` and
+ * `reject_payload_mismatch` called with another input under a used key; for `EXPLICIT` see
+ * `idemkit_begin_with_payload`), or a boundary status; `out->key` still holds the key when one
+ * was derived.
  *
  * `*out_call` is NULL unless the answer is `EXECUTE`. `*out` (when not NULL) is always
  * overwritten, its old strings not freed; free its strings with `idemkit_begin_result_clear`.
@@ -672,6 +695,37 @@ idemkit_status idemkit_begin(const struct idemkit_store *store,
                              const char *input,
                              struct idemkit_call **out_call,
                              struct idemkit_begin_result *out);
+
+/**
+ * `idemkit_begin` for an `EXPLICIT` tool that also hands over the call's whole input, so that
+ * a repeat of the key with another input is refused (SPEC v1.1 rule 9).
+ *
+ * - `key`: the supplied key, as `idemkit_begin`'s `input` for an `EXPLICIT` tool (for the
+ *   other strategies, exactly `idemkit_begin`'s `input`).
+ * - `payload_json`: the call's whole input as JSON text (UTF-8). The record keeps its
+ *   fingerprint, the SHA-256 of its canonical form (never the input itself); a later call with
+ *   the same key whose payload's canonical form differs answers
+ *   `IDEMKIT_STATUS_PAYLOAD_MISMATCH`, with `out->key` set, and runs nothing. Member order,
+ *   insignificant whitespace and number spelling (`2.0` and `2`) do not make a difference.
+ *   NULL keeps no fingerprint: the call is exactly `idemkit_begin`'s, and a record without a
+ *   fingerprint never mismatches. Ignored for the other strategies (`HASH_INPUT` fingerprints
+ *   its own input). Text that is not JSON answers `IDEMKIT_STATUS_INVALID_KEY` and claims
+ *   nothing.
+ *
+ * Everything else (answers, blocking, ownership of `*out_call` and `*out`) is as for
+ * `idemkit_begin`.
+ *
+ * # Safety
+ * As `idemkit_begin`; `key` and `payload_json` are NULL or NUL-terminated strings.
+ */
+idemkit_status idemkit_begin_with_payload(const struct idemkit_store *store,
+                                          const struct idemkit_tool *tool,
+                                          const char *tenant,
+                                          const char *run,
+                                          const char *key,
+                                          const char *payload_json,
+                                          struct idemkit_call **out_call,
+                                          struct idemkit_begin_result *out);
 
 /**
  * Asks whether a failed call runs again (SPEC v1.1 rule 8), after `idemkit_fail` or
@@ -929,9 +983,10 @@ void idemkit_store_free(struct idemkit_store *store);
 /**
  * Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
  * TTL 3600 s, lease 300 s, no key arguments, effect `IDEMPOTENT`, no error lists, no retries
- * (backoff 100 ms to 2000 ms once `retry_max_attempts` is set); and
- * `policy->struct_size` with `struct_size`. A program compiled against the 1.0 header passes
- * the 1.0 size, and only the 1.0 fields are written.
+ * (backoff 100 ms to 2000 ms once `retry_max_attempts` is set), no `retry_on` (every failure
+ * the rules allow is retried), `reject_payload_mismatch` false; and `policy->struct_size` with
+ * `struct_size`. A program compiled against an older header (1.0's, or the one before
+ * `retry_on`) passes its smaller size, and only the fields that struct has are written.
  *
  * Pass `sizeof` of your struct: `idemkit_policy_default(&policy, sizeof policy)`. A size the
  * library does not know (see `idemkit_policy.struct_size`) answers
@@ -954,7 +1009,8 @@ idemkit_status idemkit_policy_default(struct idemkit_policy *policy,
  * the library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
  * unknown enum code, a timeout not shorter than the lease, `READ_ONLY` with `cache_failures`
  * or `permanent_errors`, an empty error type name, or one in both lists, a
- * `retry_max_backoff_ms` shorter than `retry_initial_backoff_ms`) answers
+ * `retry_max_backoff_ms` shorter than `retry_initial_backoff_ms`, `retry_on` names without
+ * `retry_max_attempts`) answers
  * `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
  *
  * # Safety

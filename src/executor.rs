@@ -21,7 +21,7 @@ use crate::error::{Error, StoreError};
 use crate::events::{Event, EventKind, Events};
 use crate::key::{derive_key, CanonicalValue, Key, KeyError, KeyInput, KeyScope};
 use crate::policy::{
-    Effect, FailureClass, FailureSettlement, KeyStrategy, RetryBehavior, RetryPolicy, Tool,
+    Effect, FailureClass, FailureSettlement, KeyStrategy, Policy, RetryBehavior, RetryPolicy, Tool,
 };
 use crate::record::{Failure, Outcome, Record, Token};
 use crate::store::{Claim, ClaimReply, ClaimRequest, Completion, RecordId, Store};
@@ -1029,14 +1029,7 @@ impl Executor {
         attempt: &Attempt<T>,
         record: &Record,
     ) -> Result<(), Error> {
-        let policy = attempt.tool().policy();
-        let checked = match policy.strategy {
-            KeyStrategy::Explicit => true,
-            KeyStrategy::HashInput => {
-                policy.reject_payload_mismatch && !policy.key_arguments.is_empty()
-            }
-            KeyStrategy::Uuid | KeyStrategy::None => false,
-        };
+        let checked = checks_payload(attempt.tool().policy());
         match (&attempt.fingerprint, &record.fingerprint) {
             (Some(ours), Some(theirs)) if checked && ours != theirs => {
                 Err(Error::PayloadMismatch {
@@ -1436,6 +1429,7 @@ impl Executor {
             lease_ms: policy.lease.as_millis() as u64,
             ttl_ms: policy.ttl.as_millis() as u64,
             retry_failure: policy.on_cache_hit == RetryBehavior::ReturnCachedIfSuccess,
+            payload_checked: checks_payload(policy),
             fingerprint: attempt.fingerprint.clone(),
             lease_until,
         };
@@ -1451,6 +1445,7 @@ impl Executor {
                     lease_ms: ticket.lease_ms,
                     ttl_ms: ticket.ttl_ms,
                     retry_failure: ticket.retry_failure,
+                    payload_checked: ticket.payload_checked,
                     fingerprint: ticket.fingerprint.as_deref(),
                 };
                 ticket.store.claim(&request).await
@@ -1554,6 +1549,19 @@ fn replayed<T: DeserializeOwned, E>(tool: &Tool, json: &str) -> Result<T, CallEr
             std::any::type_name::<T>()
         )))
     })
+}
+
+/// Whether a repeat under this policy is checked against the record's payload fingerprint
+/// (SPEC v1.1 rule 9): `EXPLICIT` always, `HASH_INPUT` with `key_arguments` when the policy
+/// asks; the other strategies keep no record.
+fn checks_payload(policy: &Policy) -> bool {
+    match policy.strategy {
+        KeyStrategy::Explicit => true,
+        KeyStrategy::HashInput => {
+            policy.reject_payload_mismatch && !policy.key_arguments.is_empty()
+        }
+        KeyStrategy::Uuid | KeyStrategy::None => false,
+    }
 }
 
 /// Whether calls of `tool` claim keys: a strategy that deduplicates, and an effect that is not
@@ -1775,6 +1783,7 @@ struct ClaimTicket {
     lease_ms: u64,
     ttl_ms: u64,
     retry_failure: bool,
+    payload_checked: bool,
     fingerprint: Option<String>,
     /// When the lease ends at the latest, if the clock was read before claiming.
     lease_until: Option<Instant>,

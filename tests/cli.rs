@@ -301,6 +301,7 @@ fn the_indeterminate_error_suggests_a_resolve_command_with_the_tenant() {
                     ttl_ms: 60_000,
                     retry_failure: false,
                     fingerprint: None,
+                    payload_checked: false,
                 })
                 .await
                 .unwrap();

@@ -385,6 +385,7 @@ async fn leave_record(
         ttl_ms: 600_000,
         retry_failure: false,
         fingerprint: None,
+        payload_checked: false,
     };
     let reply = store.claim(&request).await.unwrap();
     assert!(

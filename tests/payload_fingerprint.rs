@@ -244,6 +244,7 @@ async fn a_record_without_a_fingerprint_never_mismatches(store: Arc<dyn Store>) 
         ttl_ms: 60_000,
         retry_failure: false,
         fingerprint: None,
+        payload_checked: false,
     };
     store.claim(&request).await.unwrap();
     store
@@ -323,10 +324,70 @@ async fn a_faces_explicit_call_passes_its_input_as_the_payload(store: Arc<dyn St
     assert_eq!(error.kind().code(), 11);
 }
 
+/// `RETURN_CACHED_IF_SUCCESS` runs a remembered failure again, but a call with another payload
+/// gets the payload mismatch instead: the store's claim does not replace the failure for it.
+async fn a_remembered_failure_is_retried_only_for_the_same_payload(store: Arc<dyn Store>) {
+    let executor = Executor::new(store.clone());
+    let tool = Tool::new(
+        fresh("charge_retry"),
+        Policy::new(KeyStrategy::Explicit)
+            .with_on_cache_hit(idemkit::RetryBehavior::ReturnCachedIfSuccess)
+            .with_cache_failures(true),
+    )
+    .unwrap();
+    let runs = AtomicUsize::new(0);
+    let call = |payload: Value, fails: bool| {
+        let (executor, tool, runs) = (&executor, &tool, &runs);
+        async move {
+            executor
+                .call(
+                    tool,
+                    &CallContext::new(),
+                    KeyInput::ExplicitWithPayload {
+                        key: "order-9",
+                        payload: &payload,
+                    },
+                    |_| async {
+                        runs.fetch_add(1, Ordering::SeqCst);
+                        if fails {
+                            Err("declined".to_owned())
+                        } else {
+                            Ok::<i64, String>(payload["amount"].as_i64().unwrap())
+                        }
+                    },
+                )
+                .await
+        }
+    };
+    assert!(matches!(
+        call(json!({"amount": 5}), true).await,
+        Err(CallError::Body(_))
+    ));
+    let key = explicit_key(&tool, "order-9");
+    let failed = record(&store, &key).await;
+    assert!(matches!(failed.outcome, Some(Outcome::Failure(_))));
+
+    mismatch(call(json!({"amount": 6}), false).await);
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "another payload ran nothing"
+    );
+    assert_eq!(
+        record(&store, &key).await,
+        failed,
+        "the failure is unchanged"
+    );
+
+    assert_eq!(call(json!({"amount": 5}), false).await.unwrap(), 5);
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "the same payload ran again");
+}
+
 on_every_store!(
     an_explicit_repeat_with_another_payload_is_refused_and_runs_nothing,
     a_mismatch_against_an_in_progress_claim_is_refused_without_waiting,
     key_arguments_let_other_arguments_differ_unless_the_policy_refuses_it,
     a_record_without_a_fingerprint_never_mismatches,
     a_faces_explicit_call_passes_its_input_as_the_payload,
+    a_remembered_failure_is_retried_only_for_the_same_payload,
 );

@@ -198,6 +198,7 @@ fn c_name(setting: idemkit_core::error::Setting) -> &'static str {
         Setting::MaxAttempts => "retry_max_attempts",
         Setting::InitialBackoff => "retry_initial_backoff_ms",
         Setting::MaxBackoff => "retry_max_backoff_ms",
+        Setting::RetryOn => "retry_on",
         other => other.rust_name(),
     }
 }

@@ -130,7 +130,9 @@ impl IdemkitFailureClass {
 ///   the key.
 /// - `input`: for `HASH_INPUT`, the call's input as JSON text (required); for `EXPLICIT`, the
 ///   supplied key (NULL, empty or blank answers `IDEMKIT_STATUS_INVALID_KEY`); ignored (may be
-///   NULL) for `UUID` and `NONE`.
+///   NULL) for `UUID` and `NONE`. An `EXPLICIT` call begun here keeps no payload fingerprint:
+///   use `idemkit_begin_with_payload` so that a repeat of the key with another input is
+///   refused.
 ///
 /// With status OK, `out->answer` is:
 /// - `IDEMKIT_ANSWER_EXECUTE`: the key is claimed for this call and `*out_call` is a new call
@@ -142,8 +144,11 @@ impl IdemkitFailureClass {
 ///
 /// Otherwise the status says why nothing may run: `IDEMKIT_STATUS_INVALID_KEY`,
 /// `IDEMKIT_STATUS_FAIL_FAST`, `IDEMKIT_STATUS_IN_PROGRESS`, `IDEMKIT_STATUS_INDETERMINATE`,
-/// `IDEMKIT_STATUS_STORE_UNAVAILABLE`, `IDEMKIT_STATUS_OUTCOME_TOO_LARGE`, or a boundary status;
-/// `out->key` still holds the key when one was derived.
+/// `IDEMKIT_STATUS_STORE_UNAVAILABLE`, `IDEMKIT_STATUS_OUTCOME_TOO_LARGE`,
+/// `IDEMKIT_STATUS_PAYLOAD_MISMATCH` (a `HASH_INPUT` tool with `key_arguments` and
+/// `reject_payload_mismatch` called with another input under a used key; for `EXPLICIT` see
+/// `idemkit_begin_with_payload`), or a boundary status; `out->key` still holds the key when one
+/// was derived.
 ///
 /// `*out_call` is NULL unless the answer is `EXECUTE`. `*out` (when not NULL) is always
 /// overwritten, its old strings not freed; free its strings with `idemkit_begin_result_clear`.
@@ -166,56 +171,107 @@ pub unsafe extern "C" fn idemkit_begin(
     out_call: *mut *mut IdemkitCall,
     out: *mut IdemkitBeginResult,
 ) -> IdemkitStatus {
+    guard(|| begin(store, tool, tenant, run, input, None, out_call, out))
+}
+
+/// `idemkit_begin` for an `EXPLICIT` tool that also hands over the call's whole input, so that
+/// a repeat of the key with another input is refused (SPEC v1.1 rule 9).
+///
+/// - `key`: the supplied key, as `idemkit_begin`'s `input` for an `EXPLICIT` tool (for the
+///   other strategies, exactly `idemkit_begin`'s `input`).
+/// - `payload_json`: the call's whole input as JSON text (UTF-8). The record keeps its
+///   fingerprint, the SHA-256 of its canonical form (never the input itself); a later call with
+///   the same key whose payload's canonical form differs answers
+///   `IDEMKIT_STATUS_PAYLOAD_MISMATCH`, with `out->key` set, and runs nothing. Member order,
+///   insignificant whitespace and number spelling (`2.0` and `2`) do not make a difference.
+///   NULL keeps no fingerprint: the call is exactly `idemkit_begin`'s, and a record without a
+///   fingerprint never mismatches. Ignored for the other strategies (`HASH_INPUT` fingerprints
+///   its own input). Text that is not JSON answers `IDEMKIT_STATUS_INVALID_KEY` and claims
+///   nothing.
+///
+/// Everything else (answers, blocking, ownership of `*out_call` and `*out`) is as for
+/// `idemkit_begin`.
+///
+/// # Safety
+/// As `idemkit_begin`; `key` and `payload_json` are NULL or NUL-terminated strings.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn idemkit_begin_with_payload(
+    store: *const IdemkitStore,
+    tool: *const IdemkitTool,
+    tenant: *const c_char,
+    run: *const c_char,
+    key: *const c_char,
+    payload_json: *const c_char,
+    out_call: *mut *mut IdemkitCall,
+    out: *mut IdemkitBeginResult,
+) -> IdemkitStatus {
     guard(|| {
-        clear_result(out);
-        let out_call = out_call.as_mut().ok_or_else(|| Fault::null("out_call"))?;
-        *out_call = std::ptr::null_mut();
-        let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
-        let store = store.as_ref().ok_or_else(|| Fault::null("store"))?;
-        let handle = tool.as_ref().ok_or_else(|| Fault::null("tool"))?;
-        let tool = &handle.tool;
-        let context = CallContext {
-            tenant: optional_str(tenant, "tenant")?.map(str::to_owned),
-            run: optional_str(run, "run")?.map(str::to_owned),
-        };
-        // One argument: the executor picks, by the tool's strategy, whether it is the input or
-        // the supplied key.
-        let input = optional_str(input, "input")?;
-        let raw = RawInput {
-            json: input,
-            supplied_key: input.map(SuppliedKey::Text),
-        };
-        let executor = &store.executor()?;
-        let mut attempt =
-            executor
-                .prepare_raw(tool, &context, raw)
-                .map_err(|error| match (error, input) {
-                    // A NULL argument is named as such.
-                    (
-                        Error::InvalidKey {
-                            source: KeyError::BlankExplicitKey,
-                            ..
-                        },
-                        None,
-                    ) => null_explicit_key(tool.name()),
-                    (Error::Configuration(_), None) => Fault::null("input"),
-                    (error, _) => Fault::from(error),
-                })?;
-        if handle.retry.is_some() {
-            attempt.set_retry(handle.retry.clone());
-        }
-        if advance(executor, &mut attempt, out)? {
-            *out_call = Box::into_raw(Box::new(IdemkitCall {
-                executor: executor.clone(),
-                attempt,
-                finished: false,
-                retry_at: None,
-                generation: runtime::process_generation(),
-                pid: std::process::id(),
-            }));
-        }
-        Ok(())
+        let payload = optional_str(payload_json, "payload_json")?;
+        begin(store, tool, tenant, run, key, payload, out_call, out)
     })
+}
+
+/// `idemkit_begin` and `idemkit_begin_with_payload`: `payload` is an `EXPLICIT` call's whole
+/// input, or `None`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn begin(
+    store: *const IdemkitStore,
+    tool: *const IdemkitTool,
+    tenant: *const c_char,
+    run: *const c_char,
+    input: *const c_char,
+    payload: Option<&str>,
+    out_call: *mut *mut IdemkitCall,
+    out: *mut IdemkitBeginResult,
+) -> Result<(), Fault> {
+    clear_result(out);
+    let out_call = out_call.as_mut().ok_or_else(|| Fault::null("out_call"))?;
+    *out_call = std::ptr::null_mut();
+    let out = out.as_mut().ok_or_else(|| Fault::null("out"))?;
+    let store = store.as_ref().ok_or_else(|| Fault::null("store"))?;
+    let handle = tool.as_ref().ok_or_else(|| Fault::null("tool"))?;
+    let tool = &handle.tool;
+    let context = CallContext {
+        tenant: optional_str(tenant, "tenant")?.map(str::to_owned),
+        run: optional_str(run, "run")?.map(str::to_owned),
+    };
+    // One argument: the executor picks, by the tool's strategy, whether it is the input or
+    // the supplied key.
+    let input = optional_str(input, "input")?;
+    let raw = RawInput {
+        json: input,
+        supplied_key: input.map(SuppliedKey::Text),
+    };
+    let executor = &store.executor()?;
+    let mut attempt = executor
+        .prepare_raw_with_payload(tool, &context, raw, payload)
+        .map_err(|error| match (error, input) {
+            // A NULL argument is named as such.
+            (
+                Error::InvalidKey {
+                    source: KeyError::BlankExplicitKey,
+                    ..
+                },
+                None,
+            ) => null_explicit_key(tool.name()),
+            (Error::Configuration(_), None) => Fault::null("input"),
+            (error, _) => Fault::from(error),
+        })?;
+    if handle.retry.is_some() {
+        attempt.set_retry(handle.retry.clone());
+    }
+    if advance(executor, &mut attempt, out)? {
+        *out_call = Box::into_raw(Box::new(IdemkitCall {
+            executor: executor.clone(),
+            attempt,
+            finished: false,
+            retry_at: None,
+            generation: runtime::process_generation(),
+            pid: std::process::id(),
+        }));
+    }
+    Ok(())
 }
 
 /// Writes the attempt's key into `out.key`, advances it (claims its key, or finds what is

@@ -23,10 +23,10 @@ pub use boundary::{
     idemkit_version, IdemkitStatus,
 };
 pub use call::{
-    idemkit_begin, idemkit_begin_result_clear, idemkit_call_free, idemkit_call_key,
-    idemkit_call_retry, idemkit_call_retry_pause, idemkit_complete, idemkit_fail, idemkit_fail_as,
-    idemkit_release_unrun, IdemkitAnswer, IdemkitBeginResult, IdemkitCall, IdemkitFailureClass,
-    IdemkitRecording,
+    idemkit_begin, idemkit_begin_result_clear, idemkit_begin_with_payload, idemkit_call_free,
+    idemkit_call_key, idemkit_call_retry, idemkit_call_retry_pause, idemkit_complete, idemkit_fail,
+    idemkit_fail_as, idemkit_release_unrun, IdemkitAnswer, IdemkitBeginResult, IdemkitCall,
+    IdemkitFailureClass, IdemkitRecording,
 };
 pub use key::{idemkit_derive_key, IdemkitKeyRequest};
 pub use store::{

@@ -187,6 +187,20 @@ pub struct IdemkitPolicy {
     pub retry_initial_backoff_ms: u64,
     /// The longest pause, in milliseconds (default 2000; not shorter than the first).
     pub retry_max_backoff_ms: u64,
+    // ---- Added after the fields above: a struct that ends at `retry_max_backoff_ms` is still
+    // accepted, and these fields then take their defaults.
+    /// Error type names (as passed to `idemkit_fail`) that the retry policy covers: only a
+    /// failure whose `error_type` is one of them is retried, and the library matches them
+    /// (UTF-8, copied by `idemkit_tool_new`). NULL with `retry_on_count` 0 (the default) for
+    /// every failure the rules above allow. Needs `retry_max_attempts`; a name is never a
+    /// reason to retry a failure the library holds or records.
+    pub retry_on: *const *const c_char,
+    /// How many names `retry_on` holds.
+    pub retry_on_count: usize,
+    /// For `HASH_INPUT` with `key_arguments` (default false): refuse a repeat whose whole input
+    /// differs from the recorded call's with `IDEMKIT_STATUS_PAYLOAD_MISMATCH` (SPEC v1.1
+    /// rule 9), instead of answering it from the record (the point of `key_arguments`).
+    pub reject_payload_mismatch: bool,
 }
 
 /// `idemkit_policy` as idemkit 1.0 knew it: the prefix of the current struct that a program
@@ -220,9 +234,17 @@ pub struct IdemkitTool {
 /// The size of `idemkit_policy` in idemkit 1.0.
 const POLICY_V1_SIZE: usize = std::mem::size_of::<PolicyV1>();
 
-/// The sizes of `idemkit_policy` this library reads: 1.0's and its own (see
-/// `check_struct_size`).
-const POLICY_SIZES: [usize; 2] = [POLICY_V1_SIZE, std::mem::size_of::<IdemkitPolicy>()];
+/// The size of `idemkit_policy` with the effect, error lists and retries, before `retry_on`
+/// and `reject_payload_mismatch`.
+const POLICY_RETRY_SIZE: usize = std::mem::offset_of!(IdemkitPolicy, retry_on);
+
+/// The sizes of `idemkit_policy` this library reads: 1.0's, the one before `retry_on`, and its
+/// own (see `check_struct_size`).
+const POLICY_SIZES: [usize; 3] = [
+    POLICY_V1_SIZE,
+    POLICY_RETRY_SIZE,
+    std::mem::size_of::<IdemkitPolicy>(),
+];
 
 impl IdemkitPolicy {
     /// The SPEC defaults, sized as the current struct.
@@ -247,45 +269,27 @@ impl IdemkitPolicy {
             retry_max_attempts: 0,
             retry_initial_backoff_ms: millis(retry.initial_backoff),
             retry_max_backoff_ms: millis(retry.max_backoff),
+            retry_on: std::ptr::null(),
+            retry_on_count: 0,
+            reject_payload_mismatch: defaults.reject_payload_mismatch,
         }
     }
 
-    /// The 1.0 prefix of this struct.
-    fn v1(&self) -> PolicyV1 {
-        PolicyV1 {
-            struct_size: self.struct_size,
-            strategy: self.strategy,
-            on_cache_hit: self.on_cache_hit,
-            cache_failures: self.cache_failures,
-            ttl_seconds: self.ttl_seconds,
-            lease_seconds: self.lease_seconds,
-            key_arguments: self.key_arguments,
-            key_argument_count: self.key_argument_count,
-        }
-    }
-
-    /// Reads a caller's policy of a known `size`: a 1.0 struct gets the defaults of the fields
-    /// added since.
+    /// Reads a caller's policy of a known `size`: the fields an older struct lacks get their
+    /// defaults.
     ///
     /// # Safety
     /// `policy` is readable for `size` bytes, and `size` is one of `POLICY_SIZES`.
     unsafe fn read(policy: *const IdemkitPolicy, size: usize) -> IdemkitPolicy {
-        if size == POLICY_V1_SIZE {
-            let old = policy.cast::<PolicyV1>().read();
-            IdemkitPolicy {
-                struct_size: old.struct_size,
-                strategy: old.strategy,
-                on_cache_hit: old.on_cache_hit,
-                cache_failures: old.cache_failures,
-                ttl_seconds: old.ttl_seconds,
-                lease_seconds: old.lease_seconds,
-                key_arguments: old.key_arguments,
-                key_argument_count: old.key_argument_count,
-                ..IdemkitPolicy::defaults()
-            }
-        } else {
-            policy.read()
-        }
+        let mut read = IdemkitPolicy::defaults();
+        // Every known size ends at a field boundary of this struct, so its prefix is whole
+        // fields of the caller's struct.
+        std::ptr::copy_nonoverlapping(
+            policy.cast::<u8>(),
+            std::ptr::addr_of_mut!(read).cast::<u8>(),
+            size,
+        );
+        read
     }
 }
 
@@ -293,9 +297,10 @@ const POLICY_INIT: &str = "idemkit_policy_default(&policy, sizeof policy)";
 
 /// Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
 /// TTL 3600 s, lease 300 s, no key arguments, effect `IDEMPOTENT`, no error lists, no retries
-/// (backoff 100 ms to 2000 ms once `retry_max_attempts` is set); and
-/// `policy->struct_size` with `struct_size`. A program compiled against the 1.0 header passes
-/// the 1.0 size, and only the 1.0 fields are written.
+/// (backoff 100 ms to 2000 ms once `retry_max_attempts` is set), no `retry_on` (every failure
+/// the rules allow is retried), `reject_payload_mismatch` false; and `policy->struct_size` with
+/// `struct_size`. A program compiled against an older header (1.0's, or the one before
+/// `retry_on`) passes its smaller size, and only the fields that struct has are written.
 ///
 /// Pass `sizeof` of your struct: `idemkit_policy_default(&policy, sizeof policy)`. A size the
 /// library does not know (see `idemkit_policy.struct_size`) answers
@@ -323,12 +328,12 @@ pub unsafe extern "C" fn idemkit_policy_default(
             struct_size,
             ..IdemkitPolicy::defaults()
         };
-        if struct_size == POLICY_V1_SIZE {
-            // An older program's struct: only its prefix is the caller's memory.
-            policy.cast::<PolicyV1>().write(defaults.v1());
-        } else {
-            policy.write(defaults);
-        }
+        // An older program's struct is a prefix of this one: only that much is its memory.
+        std::ptr::copy_nonoverlapping(
+            std::ptr::addr_of!(defaults).cast::<u8>(),
+            policy.cast::<u8>(),
+            struct_size,
+        );
         Ok(())
     })
 }
@@ -343,7 +348,8 @@ pub unsafe extern "C" fn idemkit_policy_default(
 /// the library refuses (TTL or lease 0, `key_arguments` with a strategy other than `HASH_INPUT`, an
 /// unknown enum code, a timeout not shorter than the lease, `READ_ONLY` with `cache_failures`
 /// or `permanent_errors`, an empty error type name, or one in both lists, a
-/// `retry_max_backoff_ms` shorter than `retry_initial_backoff_ms`) answers
+/// `retry_max_backoff_ms` shorter than `retry_initial_backoff_ms`, `retry_on` names without
+/// `retry_max_attempts`) answers
 /// `IDEMKIT_STATUS_CONFIGURATION` with a message that says what to change, and `*out` is NULL.
 ///
 /// # Safety
@@ -407,11 +413,19 @@ pub unsafe extern "C" fn idemkit_tool_new(
                 p.permanent_error_count,
                 "policy.permanent_errors",
             )?;
+            let retry_on = str_array(p.retry_on, p.retry_on_count, "policy.retry_on")?;
+            if p.retry_max_attempts == 0 && !retry_on.is_empty() {
+                return Err(Fault::from(Error::Configuration(format!(
+                    "retry_on of `{name}` names error types to retry, but retry_max_attempts is 0 (no retry policy); set retry_max_attempts (e.g. 3), or leave retry_on NULL with retry_on_count 0"
+                ))));
+            }
             if p.retry_max_attempts > 0 {
-                let policy = RetryPolicy::attempts(p.retry_max_attempts).with_backoff(
-                    Duration::from_millis(p.retry_initial_backoff_ms),
-                    Duration::from_millis(p.retry_max_backoff_ms),
-                );
+                let policy = RetryPolicy::attempts(p.retry_max_attempts)
+                    .with_backoff(
+                        Duration::from_millis(p.retry_initial_backoff_ms),
+                        Duration::from_millis(p.retry_max_backoff_ms),
+                    )
+                    .with_retry_on(retry_on);
                 policy
                     .validate()
                     .map_err(|e| Fault::from(e).context(&format!("`{name}`")))?;
@@ -426,6 +440,7 @@ pub unsafe extern "C" fn idemkit_tool_new(
                 .with_effect(effect)
                 .with_no_effect_errors(no_effect_errors)
                 .with_permanent_errors(permanent_errors)
+                .with_reject_payload_mismatch(p.reject_payload_mismatch)
         };
         let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
         let tool = Tool::with_timeout(name, policy, timeout)?;

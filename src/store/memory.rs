@@ -277,9 +277,8 @@ impl Store for MemoryStore {
             }
             Some(entry) => {
                 let record = &entry.record;
-                let retry = request.retry_failure
-                    && record.state == RecordState::Completed
-                    && matches!(record.outcome, Some(Outcome::Failure(_)));
+                // A failure is replaced unless another payload made it (SPEC v1.1 rule 9).
+                let retry = request.replaces_failure(record);
                 if record.state == RecordState::InProgress && record.token == request.token {
                     Claim::Acquired {
                         lease_end: record.lease_end,
@@ -528,6 +527,7 @@ mod tests {
                 ttl_ms: 60_000,
                 retry_failure: false,
                 fingerprint: None,
+                payload_checked: false,
             },
         )
     }

@@ -54,6 +54,34 @@ pub struct ClaimRequest<'a> {
     /// The call's payload fingerprint (SPEC v1.1 rule 9, [`crate::key::fingerprint`]), kept in
     /// the record a successful claim makes; `None` when the call has no input.
     pub fingerprint: Option<&'a str>,
+    /// Whether the policy refuses a repeat with another payload (SPEC v1.1 rule 9). With
+    /// `retry_failure`, a remembered failure whose fingerprint differs from `fingerprint` (both
+    /// present) is then not replaced but answered as [`Claim::Completed`], in the same atomic
+    /// operation, so that the executor refuses the call and nothing runs
+    /// ([`ClaimRequest::replaces_failure`]).
+    pub payload_checked: bool,
+}
+
+impl ClaimRequest<'_> {
+    /// Whether this claim replaces the live, remembered `record` (`RETURN_CACHED_IF_SUCCESS`):
+    /// it asks to (`retry_failure`), the record holds a failure, and — when the payload is
+    /// checked — the record's fingerprint is not another payload's (a record or a call without
+    /// one never differs). Every store's claim decides by this rule, inside its atomic step.
+    pub fn replaces_failure(&self, record: &Record) -> bool {
+        self.retry_failure
+            && record.state == crate::record::RecordState::Completed
+            && matches!(record.outcome, Some(Outcome::Failure(_)))
+            && !self.payload_differs(record)
+    }
+
+    /// Whether the payload is checked and the record was made by another payload.
+    fn payload_differs(&self, record: &Record) -> bool {
+        self.payload_checked
+            && matches!(
+                (self.fingerprint, record.fingerprint.as_deref()),
+                (Some(ours), Some(theirs)) if ours != theirs
+            )
+    }
 }
 
 /// What a claim found.

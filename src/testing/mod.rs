@@ -58,6 +58,7 @@ fn request<'a>(id: RecordId<'a>, token: Token, lease_ms: u64, ttl_ms: u64) -> Cl
         ttl_ms,
         retry_failure: false,
         fingerprint: None,
+        payload_checked: false,
     }
 }
 
@@ -112,6 +113,7 @@ where
     success_outcome_is_returned_exactly(make_store().await).await;
     release_frees_the_key(make_store().await).await;
     failure_is_replaced_only_when_asked(make_store().await).await;
+    a_failure_of_another_payload_is_not_replaced_when_checked(make_store().await).await;
     a_held_failure_is_kept_never_replaced_and_resolvable(make_store().await).await;
     lease_end_makes_a_claim_abandoned_and_never_taken_over(make_store().await).await;
     late_complete_turns_abandoned_into_completed(make_store().await).await;
@@ -473,6 +475,124 @@ pub async fn failure_is_replaced_only_when_asked(store: Arc<dyn Store>) {
         store.claim(&again).await.unwrap().claim,
         Claim::Completed(_)
     ));
+}
+
+/// SPEC v1.1 rule 9 inside the claim: a `retry_failure` claim whose payload is checked does not
+/// replace a remembered failure made by another payload — it answers the failure unchanged, in
+/// the same atomic operation — but replaces one made by the same payload, one made without a
+/// fingerprint, and, when the payload is not checked, any.
+pub async fn a_failure_of_another_payload_is_not_replaced_when_checked(store: Arc<dyn Store>) {
+    let ours = crate::key::fingerprint(KeyInput::Json(r#"{"amount":5}"#))
+        .expect("a JSON input has a fingerprint")
+        .expect("a JSON input has a fingerprint");
+    let theirs = crate::key::fingerprint(KeyInput::Json(r#"{"amount":6}"#))
+        .expect("a JSON input has a fingerprint")
+        .expect("a JSON input has a fingerprint");
+    let failure = Outcome::Failure(Failure::new("CardDeclined", "insufficient funds"));
+    let tenant = random_tenant();
+    let key = random_key();
+    let id = RecordId {
+        tenant: Some(&tenant),
+        key: &key,
+    };
+    let retry = |token: Token, fingerprint: Option<&'static str>, checked: bool| ClaimRequest {
+        retry_failure: true,
+        payload_checked: checked,
+        fingerprint,
+        ..request(id, token, LONG_MS, LONG_MS)
+    };
+    let ours: &'static str = Box::leak(ours.into_boxed_str());
+    let theirs: &'static str = Box::leak(theirs.into_boxed_str());
+    // A failure recorded by a call with our payload.
+    let maker = Token::random();
+    let made = store.claim(&retry(maker, Some(ours), true)).await.unwrap();
+    assert!(
+        matches!(made.claim, Claim::Acquired { .. }),
+        "{}",
+        name(&store)
+    );
+    store.complete(id, maker, &failure, LONG_MS).await.unwrap();
+
+    // Another payload, checked: the failure is answered, unchanged.
+    for _ in 0..2 {
+        let reply = store
+            .claim(&retry(Token::random(), Some(theirs), true))
+            .await
+            .unwrap();
+        match reply.claim {
+            Claim::Completed(r) => assert_eq!(
+                (r.token, r.outcome, r.fingerprint.as_deref()),
+                (maker, Some(failure.clone()), Some(ours)),
+                "{}: the failure of another payload is answered as it is",
+                name(&store)
+            ),
+            other => panic!(
+                "{}: a checked claim with another payload replaced a failure: {other:?}",
+                name(&store)
+            ),
+        }
+    }
+    let (record, _) = store.get(id).await.unwrap();
+    let record = record.expect("the record");
+    assert_eq!(
+        (record.state, record.token, record.fingerprint.as_deref()),
+        (RecordState::Completed, maker, Some(ours)),
+        "{}: the record is unchanged",
+        name(&store)
+    );
+
+    // The same payload replaces it.
+    let again = Token::random();
+    let reply = store.claim(&retry(again, Some(ours), true)).await.unwrap();
+    assert!(
+        matches!(reply.claim, Claim::Acquired { .. }),
+        "{}: the same payload replaces the failure: {:?}",
+        name(&store),
+        reply.claim
+    );
+    store.complete(id, again, &failure, LONG_MS).await.unwrap();
+
+    // Unchecked (key_arguments without the refusal), another payload replaces it too.
+    let lenient = Token::random();
+    let reply = store
+        .claim(&retry(lenient, Some(theirs), false))
+        .await
+        .unwrap();
+    assert!(
+        matches!(reply.claim, Claim::Acquired { .. }),
+        "{}: an unchecked claim replaces the failure: {:?}",
+        name(&store),
+        reply.claim
+    );
+    let (record, _) = store.get(id).await.unwrap();
+    assert_eq!(
+        record.expect("the record").fingerprint.as_deref(),
+        Some(theirs),
+        "{}: the replacing claim keeps its own fingerprint",
+        name(&store)
+    );
+
+    // A failure without a fingerprint (an older record) never differs.
+    let key = random_key();
+    let id = RecordId {
+        tenant: Some(&tenant),
+        key: &key,
+    };
+    remember(&store, id, &failure, LONG_MS).await;
+    let checked = ClaimRequest {
+        retry_failure: true,
+        payload_checked: true,
+        fingerprint: Some(theirs),
+        ..request(id, Token::random(), LONG_MS, LONG_MS)
+    };
+    let reply = store.claim(&checked).await.unwrap();
+    assert!(
+        matches!(reply.claim, Claim::Acquired { .. }),
+        "{}: a failure without a fingerprint is replaced: {:?}",
+        name(&store),
+        reply.claim
+    );
+    store.forget(Some(&tenant)).await.unwrap();
 }
 
 /// When the lease ends without an outcome the record reads as abandoned, and no claim takes it over.

@@ -1529,6 +1529,131 @@ static void a_policy_of_the_1_0_size_is_accepted_with_defaults_for_the_new_field
     EXPECT_STATUS(idemkit_policy_default(&current, sizeof buffer.old + 8), IDEMKIT_STATUS_INVALID_ARGUMENT);
 }
 
+/* ---- the payload fingerprint (SPEC v1.1 rule 9) -------------------------------------------- */
+
+/* begin_with_payload under `tenant`; answers the status, the call in *call. */
+static idemkit_status begin_paid(idemkit_store *store, idemkit_tool *tool, const char *tenant, const char *key,
+                                 const char *payload, idemkit_call **call, idemkit_begin_result *r) {
+    return idemkit_begin_with_payload(store, tool, tenant, NULL, key, payload, call, r);
+}
+
+static void payload_fingerprint_on(idemkit_store *store, const char *tenant) {
+    if (!store) return;
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_EXPLICIT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    policy.ttl_seconds = 60;
+    idemkit_tool *charge = make_tool("charge", &policy, 0);
+    idemkit_call *call = NULL;
+    idemkit_begin_result r;
+
+    /* The first call runs; its record keeps the fingerprint of the whole input. */
+    EXPECT_STATUS(begin_paid(store, charge, tenant, "order-1", "{\"amount\":5,\"currency\":\"EUR\"}", &call, &r),
+                  IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE && call != NULL, "answer %d", (int)r.answer);
+    char key[65];
+    snprintf(key, sizeof key, "%s", r.key);
+    EXPECT_STATUS(idemkit_complete(call, "{\"charged\":5}", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+
+    /* The same input spelled otherwise is the same payload: answered from the record. */
+    call = NULL;
+    EXPECT_STATUS(begin_paid(store, charge, tenant, "order-1", "{\"currency\":\"EUR\", \"amount\":5.0}", &call, &r),
+                  IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS && call == NULL, "answer %d", (int)r.answer);
+    EXPECT(r.result_json && strcmp(r.result_json, "{\"charged\":5}") == 0, "result %s",
+           r.result_json ? r.result_json : "(null)");
+    idemkit_begin_result_clear(&r);
+
+    /* Another amount under the same key: PAYLOAD_MISMATCH, naming tool and key; nothing runs. */
+    EXPECT_STATUS(begin_paid(store, charge, tenant, "order-1", "{\"amount\":6,\"currency\":\"EUR\"}", &call, &r),
+                  IDEMKIT_STATUS_PAYLOAD_MISMATCH);
+    EXPECT(call == NULL && r.answer == IDEMKIT_ANSWER_NONE, "nothing runs: answer %d", (int)r.answer);
+    EXPECT(strcmp(r.key, key) == 0, "the key is reported: \"%s\"", r.key);
+    EXPECT(strstr(last_message(), "charge") && strstr(last_message(), key), "message: %s", last_message());
+    EXPECT(strcmp(idemkit_status_name(IDEMKIT_STATUS_PAYLOAD_MISMATCH), "payload_mismatch") == 0, "status name");
+    idemkit_begin_result_clear(&r);
+
+    /* Without a payload nothing is compared (idemkit_begin, or NULL). */
+    EXPECT_STATUS(idemkit_begin(store, charge, tenant, NULL, "order-1", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS, "answer %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    EXPECT_STATUS(begin_paid(store, charge, tenant, "order-1", NULL, &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS, "answer %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+
+    /* A payload that is not JSON is refused before anything is claimed. */
+    EXPECT_STATUS(begin_paid(store, charge, tenant, "order-2", "{amount:", &call, &r), IDEMKIT_STATUS_INVALID_KEY);
+    EXPECT(call == NULL, "no call");
+    idemkit_begin_result_clear(&r);
+    idemkit_tool_free(charge);
+
+    /* RETURN_CACHED_IF_SUCCESS runs a remembered failure again only for the same payload. */
+    policy.on_cache_hit = IDEMKIT_ON_CACHE_HIT_RETURN_CACHED_IF_SUCCESS;
+    policy.cache_failures = true;
+    idemkit_tool *retried = make_tool("charge_again", &policy, 0);
+    EXPECT_STATUS(begin_paid(store, retried, tenant, "order-9", "{\"amount\":5}", &call, &r), IDEMKIT_STATUS_OK);
+    idemkit_begin_result_clear(&r);
+    idemkit_recording recording = IDEMKIT_RECORDING_FAILED;
+    EXPECT_STATUS(idemkit_fail(call, "Declined", "insufficient funds", &recording), IDEMKIT_STATUS_OK);
+    EXPECT(recording == IDEMKIT_RECORDING_RECORDED, "recorded: %d", (int)recording);
+    idemkit_call_free(call);
+    call = NULL;
+    EXPECT_STATUS(begin_paid(store, retried, tenant, "order-9", "{\"amount\":6}", &call, &r),
+                  IDEMKIT_STATUS_PAYLOAD_MISMATCH);
+    EXPECT(call == NULL, "another payload does not replace the failure");
+    idemkit_begin_result_clear(&r);
+    EXPECT_STATUS(begin_paid(store, retried, tenant, "order-9", "{\"amount\":5}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE && call != NULL, "the same payload runs again: %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    EXPECT_STATUS(idemkit_complete(call, "{\"charged\":5}", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+    idemkit_tool_free(retried);
+
+    /* HASH_INPUT with key_arguments: another request_id is answered from the record, unless the
+     * policy rejects it. */
+    const char *flight[] = {"flight"};
+    for (int strict = 0; strict < 2; strict++) {
+        idemkit_policy book = policy_with_effect(IDEMKIT_EFFECT_IDEMPOTENT);
+        EXPECT(!book.reject_payload_mismatch, "allowed by default");
+        book.key_arguments = flight;
+        book.key_argument_count = 1;
+        book.reject_payload_mismatch = strict;
+        idemkit_tool *tool = make_tool(strict ? "book_strict" : "book", &book, 0);
+        call = execute_on(store, tool, tenant, "{\"flight\":\"BA117\",\"request_id\":\"r-1\"}");
+        EXPECT_STATUS(idemkit_complete(call, "\"booked\"", NULL), IDEMKIT_STATUS_OK);
+        idemkit_call_free(call);
+        call = NULL;
+        EXPECT_STATUS(idemkit_begin(store, tool, tenant, NULL, "{\"flight\":\"BA117\",\"request_id\":\"r-2\"}", &call, &r),
+                      strict ? IDEMKIT_STATUS_PAYLOAD_MISMATCH : IDEMKIT_STATUS_OK);
+        EXPECT(call == NULL, "nothing runs either way");
+        idemkit_begin_result_clear(&r);
+        idemkit_tool_free(tool);
+    }
+}
+
+static void payload_fingerprints(void) {
+    idemkit_store *store = memory_store();
+    payload_fingerprint_on(store, NULL);
+    idemkit_store_free(store);
+}
+
+/* Runs `scenario` on a server store under a fresh tenant. */
+static void on_server(const char *url, const char *what, void (*scenario)(idemkit_store *, const char *)) {
+    idemkit_store *store = server_store(url);
+    char tenant[96];
+    fresh_tenant(tenant, sizeof tenant, what);
+    scenario(store, tenant);
+    idemkit_store_free(store);
+}
+
+static void redis_payload_fingerprints(void) {
+    on_server(redis_url(), "payload", payload_fingerprint_on);
+}
+
+static void postgres_payload_fingerprints(void) {
+    on_server(postgres_url(), "payload", payload_fingerprint_on);
+}
+
 /* ---- retries (SPEC v1.1 rule 8) -------------------------------------------------------- */
 
 /* Runs a call whose body fails `failures` times and then succeeds, asking idemkit_call_retry
@@ -1561,6 +1686,37 @@ static int runs_with_retries(idemkit_store *store, idemkit_tool *tool, const cha
         }
     }
     return runs;
+}
+
+/* A program compiled against the header before `retry_on` and `reject_payload_mismatch` keeps
+ * working: its struct ends at retry_max_backoff_ms. */
+static void a_policy_of_the_size_before_retry_on_is_accepted(void) {
+    size_t size = offsetof(idemkit_policy, retry_on);
+    union {
+        idemkit_policy policy;
+        unsigned char bytes[sizeof(idemkit_policy) + 64];
+    } buffer;
+    memset(&buffer, 0x5a, sizeof buffer);
+    EXPECT_STATUS(idemkit_policy_default(&buffer.policy, size), IDEMKIT_STATUS_OK);
+    EXPECT(buffer.policy.struct_size == size && buffer.policy.retry_max_backoff_ms == 2000, "defaults");
+    for (size_t i = size; i < sizeof buffer.bytes; i++) {
+        if (buffer.bytes[i] != 0x5a) {
+            EXPECT(0, "byte %zu past the struct was written", i);
+            break;
+        }
+    }
+    /* The tail would read as a bad retry_on pointer with a huge count if it were read. */
+    buffer.policy.retry_max_attempts = 2;
+    buffer.policy.retry_initial_backoff_ms = 1;
+    buffer.policy.retry_max_backoff_ms = 1;
+    idemkit_tool *tool = NULL;
+    EXPECT_STATUS(idemkit_tool_new("send_email", &buffer.policy, 0, &tool), IDEMKIT_STATUS_OK);
+    idemkit_store *store = memory_store();
+    idemkit_status status = IDEMKIT_STATUS_PANIC;
+    int runs = runs_with_retries(store, tool, NULL, "{\"old\":1}", 5, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
+    EXPECT(runs == 2, "no retry_on: every type is retried; runs %d", runs);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
 }
 
 static void retries_on(idemkit_store *store, const char *tenant) {
@@ -1613,6 +1769,28 @@ static void retries_on(idemkit_store *store, const char *tenant) {
     runs = runs_with_retries(store, tool, tenant, "{\"r\":6}", 5, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
     EXPECT(runs == 1, "runs %d", runs);
     idemkit_tool_free(tool);
+
+    /* retry_on: only the error types it names are retried (runs_with_retries fails with
+     * "Unavailable"); the library matches them. */
+    policy = policy_with_effect(IDEMKIT_EFFECT_IDEMPOTENT);
+    policy.retry_max_attempts = 3;
+    policy.retry_initial_backoff_ms = 1;
+    policy.retry_max_backoff_ms = 5;
+    const char *unavailable[] = {"Unavailable"};
+    const char *timeouts[] = {"Timeout", "ConnectionReset"};
+    policy.retry_on = unavailable;
+    policy.retry_on_count = 1;
+    tool = make_tool("send_email", &policy, 0);
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":8}", 5, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
+    EXPECT(runs == 3, "a named type is retried: runs %d", runs);
+    idemkit_tool_free(tool);
+    policy.retry_on = timeouts;
+    policy.retry_on_count = 2;
+    tool = make_tool("send_email", &policy, 0);
+    runs = runs_with_retries(store, tool, tenant, "{\"r\":9}", 5, IDEMKIT_FAILURE_CLASS_UNKNOWN, &status);
+    EXPECT(runs == 1, "another type is not retried: runs %d", runs);
+    EXPECT_STATUS(status, IDEMKIT_STATUS_OK);
+    idemkit_tool_free(tool);
 }
 
 static void retries_are_decided_by_the_library(void) {
@@ -1656,6 +1834,14 @@ static void retries_are_decided_by_the_library(void) {
     EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
     EXPECT(tool == NULL && strstr(last_message(), "retry_max_backoff_ms") &&
                strstr(last_message(), "retry_initial_backoff_ms") && strstr(last_message(), "send_email"),
+           "message: %s", last_message());
+    /* retry_on without retry_max_attempts names both fields. */
+    policy = policy_with_effect(IDEMKIT_EFFECT_IDEMPOTENT);
+    const char *names[] = {"Timeout"};
+    policy.retry_on = names;
+    policy.retry_on_count = 1;
+    EXPECT_STATUS(idemkit_tool_new("send_email", &policy, 0, &tool), IDEMKIT_STATUS_CONFIGURATION);
+    EXPECT(tool == NULL && strstr(last_message(), "retry_on") && strstr(last_message(), "retry_max_attempts"),
            "message: %s", last_message());
     idemkit_store_free(store);
 }
@@ -1743,12 +1929,16 @@ int main(int argc, char **argv) {
     run("retries are decided by the library", retries_are_decided_by_the_library);
     run("a policy of the 1.0 size is accepted with defaults for the new fields",
         a_policy_of_the_1_0_size_is_accepted_with_defaults_for_the_new_fields);
+    run("payload fingerprints", payload_fingerprints);
+    run("a policy of the size before retry_on is accepted with defaults for the new fields",
+        a_policy_of_the_size_before_retry_on_is_accepted);
     if (redis_url()) {
         run("two clients of one Redis store deduplicate", two_clients_of_one_redis_store_deduplicate);
         run("Redis: an in-progress key fails with in_progress at the deadline",
             redis_an_in_progress_key_fails_with_in_progress_at_the_deadline);
         run("Redis: effect kinds and failure classes", redis_effect_kinds_and_failure_classes);
         run("Redis: retries", redis_retries);
+        run("Redis: payload fingerprints", redis_payload_fingerprints);
     } else {
         printf("note: set IDEMKIT_REDIS_URL (scripts/services.sh env) to run the calls on Redis too\n");
     }
@@ -1757,6 +1947,7 @@ int main(int argc, char **argv) {
             postgres_an_in_progress_key_fails_with_in_progress_at_the_deadline);
         run("PostgreSQL: effect kinds and failure classes", postgres_effect_kinds_and_failure_classes);
         run("PostgreSQL: retries", postgres_retries);
+        run("PostgreSQL: payload fingerprints", postgres_payload_fingerprints);
     } else {
         printf("note: set IDEMKIT_POSTGRES_URL (scripts/services.sh env) to run the calls on PostgreSQL too\n");
     }

@@ -66,6 +66,7 @@ pub fn claim_request<'a>(
         ttl_ms,
         retry_failure: false,
         fingerprint: None,
+        payload_checked: false,
     }
 }
 

@@ -392,3 +392,143 @@ fn the_library_decides_whether_a_failed_call_runs_again() {
     );
     unsafe { idemkit_store_free(store) };
 }
+
+/// Fails `call` with `error_type` (class UNKNOWN) and asks whether it runs again.
+fn fails_and_retries(call: *mut IdemkitCall, error_type: &str) -> bool {
+    let (status, recording) = fail_as(call, error_type, IdemkitFailureClass::Unknown as i32);
+    assert_eq!(
+        (status, recording),
+        (IdemkitStatus::Ok, IdemkitRecording::Released)
+    );
+    match retry(call) {
+        (IdemkitStatus::Ok, IdemkitAnswer::Execute) => true,
+        (IdemkitStatus::Ok, IdemkitAnswer::None) => false,
+        other => panic!("{other:?}: {}", last_message()),
+    }
+}
+
+#[test]
+fn retry_on_names_the_error_types_the_library_retries() {
+    let store = memory_store();
+    let mut policy = default_policy();
+    assert!(policy.retry_on.is_null() && policy.retry_on_count == 0);
+    let timeout = c("Timeout");
+    let names = [timeout.as_ptr()];
+    policy.retry_max_attempts = 3;
+    policy.retry_initial_backoff_ms = 1;
+    policy.retry_max_backoff_ms = 2;
+    policy.retry_on = names.as_ptr();
+    policy.retry_on_count = 1;
+    let fetch = tool("fetch", &policy);
+
+    // A type retry_on names runs again, up to the attempts.
+    let call = execute(store, fetch, r#"{"id":1}"#);
+    let mut runs = 1;
+    while fails_and_retries(call, "Timeout") {
+        runs += 1;
+    }
+    assert_eq!(runs, 3);
+    unsafe { idemkit_call_free(call) };
+
+    // Another type is released but not retried.
+    let call = execute(store, fetch, r#"{"id":2}"#);
+    assert!(!fails_and_retries(call, "NotFound"));
+    unsafe { idemkit_call_free(call) };
+
+    // A retry that runs then fails with another type ends there.
+    let call = execute(store, fetch, r#"{"id":3}"#);
+    assert!(fails_and_retries(call, "Timeout"));
+    assert!(!fails_and_retries(call, "NotFound"));
+    unsafe {
+        idemkit_call_free(call);
+        idemkit_tool_free(fetch);
+    }
+
+    // retry_on without retry_max_attempts, and an empty name, are refused naming the fields.
+    let name = c("fetch");
+    let mut out = null_mut();
+    policy.retry_max_attempts = 0;
+    let status = unsafe { idemkit_tool_new(name.as_ptr(), &policy, 0, &mut out) };
+    assert_eq!(status, IdemkitStatus::Configuration);
+    let message = last_message();
+    assert!(
+        message.contains("`fetch`")
+            && message.contains("retry_on")
+            && message.contains("retry_max_attempts"),
+        "{message}"
+    );
+    let empty = c(" ");
+    let names = [empty.as_ptr()];
+    policy.retry_max_attempts = 3;
+    policy.retry_on = names.as_ptr();
+    let status = unsafe { idemkit_tool_new(name.as_ptr(), &policy, 0, &mut out) };
+    assert_eq!(status, IdemkitStatus::Configuration);
+    let message = last_message();
+    assert!(
+        message.contains("`fetch`") && message.contains("retry_on"),
+        "{message}"
+    );
+    assert!(out.is_null());
+    unsafe { idemkit_store_free(store) };
+}
+
+/// `idemkit_policy` as it was before `retry_on` and `reject_payload_mismatch`.
+#[repr(C)]
+struct PolicyBeforeRetryOn {
+    old: OldPolicy,
+    effect: i32,
+    no_effect_errors: *const *const c_char,
+    no_effect_error_count: usize,
+    permanent_errors: *const *const c_char,
+    permanent_error_count: usize,
+    retry_max_attempts: u32,
+    retry_initial_backoff_ms: u64,
+    retry_max_backoff_ms: u64,
+}
+
+#[test]
+fn a_policy_of_the_size_before_retry_on_is_accepted_with_defaults_for_the_new_fields() {
+    let size = std::mem::size_of::<PolicyBeforeRetryOn>();
+    assert_eq!(size, std::mem::offset_of!(IdemkitPolicy, retry_on));
+    #[repr(C, align(8))]
+    struct Buffer([u8; 256]);
+    let mut buffer = Buffer([0xA5; 256]);
+    let before = buffer.0.as_mut_ptr().cast::<PolicyBeforeRetryOn>();
+    assert_eq!(
+        unsafe { idemkit_policy_default(before.cast::<IdemkitPolicy>(), size) },
+        IdemkitStatus::Ok
+    );
+    assert!(
+        buffer.0[size..].iter().all(|&b| b == 0xA5),
+        "only that struct is written"
+    );
+    let before = unsafe { &mut *before };
+    assert_eq!(before.old.struct_size, size);
+    assert_eq!(before.retry_max_backoff_ms, 2000);
+    before.retry_max_attempts = 2;
+    before.retry_initial_backoff_ms = 1;
+    before.retry_max_backoff_ms = 1;
+    let name = c("send_email");
+    let mut tool = null_mut();
+    // The tail would be a bad pointer and count as retry_on if it were read.
+    let status = unsafe {
+        idemkit_tool_new(
+            name.as_ptr(),
+            (before as *mut PolicyBeforeRetryOn).cast(),
+            0,
+            &mut tool,
+        )
+    };
+    assert_eq!(status, IdemkitStatus::Ok, "{}", last_message());
+    let store = memory_store();
+    let call = execute(store, tool, r#"{"to":"b"}"#);
+    assert!(
+        fails_and_retries(call, "AnyError"),
+        "no retry_on: every type"
+    );
+    unsafe {
+        idemkit_call_free(call);
+        idemkit_tool_free(tool);
+        idemkit_store_free(store);
+    }
+}

@@ -4,4 +4,5 @@
 
 mod boundary;
 mod effects;
+mod payload;
 mod protocol;

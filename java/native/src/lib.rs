@@ -364,6 +364,35 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_begin<'l>(
     })
 }
 
+/// `begin` for an `EXPLICIT` call that also hands over its whole input, whose fingerprint the
+/// record keeps (SPEC v1.1 rule 9).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_beginWithPayload<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+    tool: jlong,
+    context: jlong,
+    input: JByteArray<'l>,
+    length: jint,
+    payload: JByteArray<'l>,
+    payload_length: jint,
+    budget_ms: jint,
+) -> JByteArray<'l> {
+    entry(&mut env, |env| {
+        ops::begin_with_payload(
+            env,
+            store,
+            tool,
+            context,
+            (&input, length),
+            (&payload, payload_length),
+            budget_ms,
+        )
+    })
+}
+
 /// `IdempotencyKeys.derive*`: the core's key derivation over JSON text, touching no store.
 #[no_mangle]
 pub extern "system" fn Java_dev_idemkit_NativeBridge_fingerprint<'l>(

@@ -443,7 +443,37 @@ pub(crate) fn begin<'l>(
     let tool = handles::tool(tool)?;
     let context = handles::context(context)?;
     let mut attempt = with_input(env, input, length, |input| {
-        prepare(&store.executor, &tool.tool, context, input)
+        prepare(&store.executor, &tool.tool, context, input, None)
+    })?;
+    if tool.retry.is_some() {
+        attempt.set_retry(tool.retry.clone());
+    }
+    step(env, store.executor.clone(), attempt, budget_ms)
+}
+
+/// [`begin`] for an `EXPLICIT` call that hands over its whole input (ASCII JSON) too: the core
+/// keeps its fingerprint and refuses a repeat of the key with another one (SPEC v1.1 rule 9).
+/// The payload is copied out of its array first, so the key's array may be read in place.
+pub(crate) fn begin_with_payload<'l>(
+    env: &mut Env<'l>,
+    store: jlong,
+    tool: jlong,
+    context: jlong,
+    (input, length): (&JByteArray<'_>, jint),
+    (payload, payload_length): (&JByteArray<'_>, jint),
+    budget_ms: jint,
+) -> Result<JByteArray<'l>> {
+    let store = handles::store(store)?;
+    let tool = handles::tool(tool)?;
+    let context = handles::context(context)?;
+    let payload = if payload.is_null() {
+        None
+    } else {
+        Some(bytes(env, payload, payload_length)?)
+    };
+    let payload = payload.as_deref().map(text).transpose()?;
+    let mut attempt = with_input(env, input, length, |input| {
+        prepare(&store.executor, &tool.tool, context, input, payload)
     })?;
     if tool.retry.is_some() {
         attempt.set_retry(tool.retry.clone());
@@ -489,18 +519,20 @@ fn with_input<T>(
 /// Derives the key (`Executor::prepare_raw`, which picks by the tool's strategy what it keys
 /// on). Java hands over one text: the JSON input, or the supplied key as a JSON string literal
 /// (non-ASCII escaped, so that a lone surrogate reaches the key module and is refused there).
+/// `payload`: an `EXPLICIT` call's whole input, for its fingerprint.
 fn prepare(
     executor: &Executor,
     tool: &Tool,
     context: &CallContext,
     input: Option<&[u8]>,
+    payload: Option<&str>,
 ) -> Result<idemkit::Attempt> {
     let input = input.map(text).transpose()?;
     let raw = RawInput {
         json: input,
         supplied_key: input.map(SuppliedKey::JsonLiteral),
     };
-    Ok(executor.prepare_raw(tool, context, raw)?)
+    Ok(executor.prepare_raw_with_payload(tool, context, raw, payload)?)
 }
 
 /// Claims (waiting at most the budget) and answers the step; keeps the attempt unless replayed.

@@ -247,6 +247,7 @@ impl Store for PostgresStore {
                                     &ttl_ms,
                                     &request.retry_failure,
                                     &request.fingerprint,
+                                    &request.payload_checked,
                                 ],
                             )
                             .await
@@ -270,10 +271,7 @@ impl Store for PostgresStore {
                     },
                 });
             }
-            let takeover = record.is_expired(now_ms)
-                || (request.retry_failure
-                    && record.state == RecordState::Completed
-                    && matches!(record.outcome, Some(Outcome::Failure(_))));
+            let takeover = record.is_expired(now_ms) || request.replaces_failure(&record);
             if takeover {
                 // The snapshot's record was free to take, but a concurrent claimer took it
                 // first (the INSERT's re-check said so): read it again.

@@ -159,7 +159,19 @@ impl Sql {
         // version; when a concurrent claimer got there first it returns nothing and the
         // snapshot's row is stale, which `claim` sees and answers by running the statement
         // again (rare: only racing claimers of one key).
-        let take = "(r.expires_at <= excluded.claimed_at OR ($8::boolean AND r.state = 'completed' AND r.outcome_kind = 'failure'))";
+        // `RETURN_CACHED_IF_SUCCESS` ($8) replaces a remembered failure of the row `a`, unless
+        // the payload is checked ($10) and another payload made it (SPEC v1.1 rule 9;
+        // `ClaimRequest::replaces_failure`). A table without the fingerprint column keeps none,
+        // which never differs.
+        let replaces = |a: &str| {
+            let differs = if fingerprint {
+                format!("$10::boolean AND $9::text IS NOT NULL AND {a}.fingerprint IS NOT NULL AND {a}.fingerprint <> $9::text")
+            } else {
+                "$10::boolean AND false".to_owned()
+            };
+            format!("($8::boolean AND {a}.state = 'completed' AND {a}.outcome_kind = 'failure' AND NOT ({differs}))")
+        };
+        let take = format!("(r.expires_at <= excluded.claimed_at OR {})", replaces("r"));
         let sets = [
             "format",
             "scope",
@@ -192,7 +204,7 @@ cur AS MATERIALIZED (
 held AS MATERIALIZED (
   SELECT EXISTS (
     SELECT 1 FROM cur, now WHERE cur.expires_at > now.t
-      AND NOT ($8::boolean AND cur.state = 'completed' AND cur.outcome_kind = 'failure')
+      AND NOT {}
   ) AS yes
 ),
 claimed AS (
@@ -209,6 +221,7 @@ claimed AS (
 SELECT true, {}, {} FROM claimed c, now
 UNION ALL
 SELECT false, {}, {} FROM cur c, now WHERE NOT EXISTS (SELECT 1 FROM claimed)",
+            replaces("cur"),
             record_columns("c", fingerprint),
             ms("now.t"),
             record_columns("c", fingerprint),

@@ -420,7 +420,8 @@ impl Store for RedisStore {
                         "0"
                     })
                     .arg(request.id.tenant.unwrap_or(""))
-                    .arg(request.fingerprint.unwrap_or(""));
+                    .arg(request.fingerprint.unwrap_or(""))
+                    .arg(if request.payload_checked { "1" } else { "0" });
                 async move { invocation.invoke_async(&mut c).await }
             })
             .await?;

@@ -9,8 +9,10 @@ use redis::Script;
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
 
 /// Claim: KEYS = [record]; ARGV = [token, lease_ms, ttl_ms, retry_failure (0/1), format, key hex,
-/// scope, has_tenant (0/1), tenant, fingerprint ('' for none)]. Answers `{answer, now, lease_end | record}`, the record as
-/// the values of one `HMGET` in the order of `codec::RECORD_FIELDS` (then `outcome_kind`).
+/// scope, has_tenant (0/1), tenant, fingerprint ('' for none), payload checked (0/1)]. Answers
+/// `{answer, now, lease_end | record}`, the record as the values of one `HMGET` in the order of
+/// `codec::RECORD_FIELDS` (then `outcome_kind`). A failure is replaced as
+/// `ClaimRequest::replaces_failure` says.
 pub(super) static CLAIM: Lazy<Script> = Lazy::new(|| script(include_str!("scripts/claim.lua")));
 
 /// Complete: KEYS = [record]; ARGV = [token, outcome JSON, outcome kind, ttl_ms].

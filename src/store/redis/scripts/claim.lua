@@ -18,7 +18,13 @@ if exists then
     if state == 'in_progress' and r[6] == token then
       return {'acquired', fmt(now), r[8]}
     end
-    if not (ARGV[4] == '1' and state == 'completed' and r[13] == 'failure') then
+    -- RETURN_CACHED_IF_SUCCESS replaces a remembered failure, unless the payload is checked
+    -- (ARGV[11]) and another payload made it (SPEC v1.1 rule 9): that one is answered.
+    local replace = ARGV[4] == '1' and state == 'completed' and r[13] == 'failure'
+    if replace and ARGV[11] == '1' and ARGV[10] ~= '' and r[12] and r[12] ~= ARGV[10] then
+      replace = false
+    end
+    if not replace then
       local answer = 'abandoned'
       if state == 'completed' then
         answer = 'completed'

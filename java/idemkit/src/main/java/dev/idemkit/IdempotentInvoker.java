@@ -92,12 +92,15 @@ final class IdempotentInvoker {
      *
      * @param input the JSON input (HASH_INPUT), the explicit key as a JSON string (EXPLICIT), or
      *     null
+     * @param payload EXPLICIT: the call's whole input as JSON, whose fingerprint the record keeps
+     *     (a repeat of the key with another one is refused by the core); null otherwise
      */
     static Object invoke(
             NativeIdempotencyStore store,
             NativeTool tool,
             NativeContext nativeContext,
             JsonInput input,
+            JsonInput payload,
             String suppliedKey,
             Body body,
             ResultCodec codec) {
@@ -107,13 +110,23 @@ final class IdempotentInvoker {
         long storeHandle = store.handle.acquire();
         try {
             answer =
-                    NativeBridge.begin(
-                            storeHandle,
-                            tool.handle,
-                            nativeContext.handle,
-                            bytes,
-                            length,
-                            STEP_BUDGET_MS);
+                    payload == null
+                            ? NativeBridge.begin(
+                                    storeHandle,
+                                    tool.handle,
+                                    nativeContext.handle,
+                                    bytes,
+                                    length,
+                                    STEP_BUDGET_MS)
+                            : NativeBridge.beginWithPayload(
+                                    storeHandle,
+                                    tool.handle,
+                                    nativeContext.handle,
+                                    bytes,
+                                    length,
+                                    payload.bytes,
+                                    payload.length,
+                                    STEP_BUDGET_MS);
         } finally {
             store.handle.release();
             Reference.reachabilityFence(store);

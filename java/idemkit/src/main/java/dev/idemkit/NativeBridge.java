@@ -125,6 +125,23 @@ final class NativeBridge {
     static native byte[] begin(
             long store, long tool, long context, byte[] input, int length, int budgetMs);
 
+    /**
+     * {@link #begin} for an EXPLICIT call that also hands over its whole input: {@code input} is
+     * the supplied key as a JSON string literal, {@code payload} the call's input as ASCII JSON
+     * ({@link JsonInput}), whose fingerprint the record keeps; a repeat of the key with another
+     * payload is refused with {@link PayloadMismatchException} and nothing runs (SPEC v1.1 rule 9).
+     * Same answers as {@link #begin}.
+     */
+    static native byte[] beginWithPayload(
+            long store,
+            long tool,
+            long context,
+            byte[] input,
+            int length,
+            byte[] payload,
+            int payloadLength,
+            int budgetMs);
+
     /** A call context (tenant and run, either may be null), converted once per dispatcher view. */
     static native long contextNew(String tenant, String run);
 

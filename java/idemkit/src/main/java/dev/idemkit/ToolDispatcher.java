@@ -153,6 +153,7 @@ public final class ToolDispatcher implements AutoCloseable {
         RegisteredTool registered = lookup(tool);
         Map<String, Object> in = input == null ? Collections.emptyMap() : input;
         JsonInput json = null;
+        JsonInput payload = null;
         String supplied = null;
         switch (registered.strategy) {
             case HASH_INPUT:
@@ -161,6 +162,9 @@ public final class ToolDispatcher implements AutoCloseable {
             case EXPLICIT:
                 supplied = Registrar.suppliedKey(registered.name, registered.supplier, in);
                 json = JsonInput.ofString(supplied);
+                // The whole input: a repeat of the key with another one is refused (SPEC v1.1
+                // rule 9).
+                payload = JsonInput.ofValue(in, registered.name);
                 break;
             default:
                 break;
@@ -168,6 +172,7 @@ public final class ToolDispatcher implements AutoCloseable {
         return invoke(
                 registered,
                 json,
+                payload,
                 supplied,
                 context -> registered.invoke(bindOrRefuse(() -> registered.bind(in, context))));
     }
@@ -189,6 +194,7 @@ public final class ToolDispatcher implements AutoCloseable {
         RegisteredTool registered = lookup(tool);
         Objects.requireNonNull(jsonInput, "jsonInput");
         JsonInput json = null;
+        JsonInput payload = null;
         String supplied = null;
         JsonNode parsed = null;
         switch (registered.strategy) {
@@ -201,6 +207,8 @@ public final class ToolDispatcher implements AutoCloseable {
                         Registrar.suppliedKey(
                                 registered.name, registered.supplier, asMap(registered, parsed));
                 json = JsonInput.ofString(supplied);
+                // The whole input, hashed as given (SPEC v1.1 rule 9).
+                payload = JsonInput.ofText(jsonInput);
                 break;
             default:
                 break;
@@ -209,6 +217,7 @@ public final class ToolDispatcher implements AutoCloseable {
         return invoke(
                 registered,
                 json,
+                payload,
                 supplied,
                 context -> {
                     JsonNode node =
@@ -278,12 +287,23 @@ public final class ToolDispatcher implements AutoCloseable {
     }
 
     private Object invoke(
-            RegisteredTool tool, JsonInput json, String supplied, IdempotentInvoker.Body body) {
+            RegisteredTool tool,
+            JsonInput json,
+            JsonInput payload,
+            String supplied,
+            IdempotentInvoker.Body body) {
         Registrar registrar = registry.registrar;
         registrar.enter();
         try {
             return IdempotentInvoker.invoke(
-                    registrar.store, tool.nativeTool, context, json, supplied, body, tool.codec);
+                    registrar.store,
+                    tool.nativeTool,
+                    context,
+                    json,
+                    payload,
+                    supplied,
+                    body,
+                    tool.codec);
         } finally {
             registrar.exit();
             Reference.reachabilityFence(registry);

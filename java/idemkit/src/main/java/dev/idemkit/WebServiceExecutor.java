@@ -317,7 +317,8 @@ public final class WebServiceExecutor implements AutoCloseable {
                             + MAX_MAP_DEPTH
                             + " arrays/objects, the most JSON text may (is a map or list inside itself?)");
         }
-        return call(a, JsonWire.tree(in, MAX_MAP_DEPTH), in, hashed ? json : null);
+        boolean fingerprinted = hashed || a.strategy == KeyStrategy.EXPLICIT;
+        return call(a, JsonWire.tree(in, MAX_MAP_DEPTH), in, fingerprinted ? json : null);
     }
 
     /**
@@ -338,7 +339,9 @@ public final class WebServiceExecutor implements AutoCloseable {
                 a,
                 tree,
                 asMap,
-                a.strategy == KeyStrategy.HASH_INPUT ? JsonInput.ofText(jsonInput) : null);
+                a.strategy == KeyStrategy.HASH_INPUT || a.strategy == KeyStrategy.EXPLICIT
+                        ? JsonInput.ofText(jsonInput)
+                        : null);
     }
 
     /**
@@ -376,16 +379,24 @@ public final class WebServiceExecutor implements AutoCloseable {
     }
 
     @SuppressWarnings("unchecked")
+    /**
+     * Claims, sends and records one call of {@code a}.
+     *
+     * @param input the whole input as JSON for HASH_INPUT (keyed on) and EXPLICIT (its fingerprint
+     *     is kept, SPEC v1.1 rule 9); null otherwise
+     */
     private WebServiceResponse<Object> call(
-            RegisteredAction a, JsonNode tree, Map<String, Object> asMap, JsonInput hashed) {
+            RegisteredAction a, JsonNode tree, Map<String, Object> asMap, JsonInput input) {
         long started = System.nanoTime();
         // The request is built (and the input checked) before anything is claimed.
         RequestTemplate.Request request = a.request(tree);
-        JsonInput json = hashed;
+        JsonInput json = input;
+        JsonInput payload = null;
         String supplied = null;
         if (a.strategy == KeyStrategy.EXPLICIT) {
             supplied = Registrar.suppliedKey(a.name, a.supplier, asMap);
             json = JsonInput.ofString(supplied);
+            payload = input;
         }
         Registry r = registry;
         r.registrar.enter();
@@ -396,6 +407,7 @@ public final class WebServiceExecutor implements AutoCloseable {
                             a.nativeTool,
                             context,
                             json,
+                            payload,
                             supplied,
                             callContext -> r.http.send(a, request, callContext, started),
                             a.codec);

@@ -185,6 +185,72 @@ class CrossLanguageTest {
         }
     }
 
+    /** An EXPLICIT tool keyed by the order id; the payload is the whole input. */
+    public static class CrossOrders implements IdempotencyKeySupplier {
+        final AtomicInteger runs = new AtomicInteger();
+
+        @Override
+        public String idempotencyKeyFor(Map<String, Object> input) {
+            return "order-" + input.get("order");
+        }
+
+        @Tool(name = "cross_order")
+        @Idempotent(strategy = KeyStrategy.EXPLICIT)
+        public String crossOrder(String order, int amount) {
+            runs.incrementAndGet();
+            return "java:" + order;
+        }
+    }
+
+    /**
+     * SPEC v1.1 rule 9 across languages: a record Java made under an explicit key answers a Rust
+     * call with the same payload, and refuses one with another payload without running it.
+     */
+    void payloadsAcrossLanguages(String url, IdempotencyStore store) throws Exception {
+        try (store) {
+            CrossOrders orders = new CrossOrders();
+            String tenant = "cross-payload-" + UUID.randomUUID();
+            ToolDispatcher java =
+                    ToolDispatcher.builder().tools(orders).store(store).tenant(tenant).build();
+            String order = "O-" + UUID.randomUUID();
+            assertEquals(
+                    "java:" + order, java.call("cross_order", Map.of("order", order, "amount", 5)));
+            String key = "--explicit=order-" + order;
+            JsonNode same =
+                    rust(
+                            url,
+                            "cross_order",
+                            tenant,
+                            "{\"amount\":5,\"order\":\"" + order + "\"}",
+                            key);
+            assertEquals(0, same.get("ran").asInt(), same.toString());
+            assertEquals("java:" + order, same.get("result").asText(), same.toString());
+            JsonNode other =
+                    rust(
+                            url,
+                            "cross_order",
+                            tenant,
+                            "{\"order\":\"" + order + "\",\"amount\":6}",
+                            key);
+            assertEquals(0, other.get("ran").asInt(), other.toString());
+            assertEquals("payload_mismatch", other.get("error").asText(), other.toString());
+            assertEquals(1, orders.runs.get());
+            store.forget(tenant);
+        }
+    }
+
+    @Test
+    void explicit_payloads_are_checked_across_languages_on_redis() throws Exception {
+        String url = Services.url("IDEMKIT_REDIS_URL", "cross-language Redis");
+        payloadsAcrossLanguages(url, new RedisIdempotencyStore(url));
+    }
+
+    @Test
+    void explicit_payloads_are_checked_across_languages_on_postgresql() throws Exception {
+        String url = Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL");
+        payloadsAcrossLanguages(url, new PostgresIdempotencyStore(url).createTableIfMissing());
+    }
+
     @Test
     void held_failures_are_indeterminate_across_languages_on_redis() throws Exception {
         String url = Services.url("IDEMKIT_REDIS_URL", "cross-language Redis");

@@ -309,10 +309,15 @@ class DispatcherTest {
         String first =
                 (String) d.call("create_issue", Map.of("title", "fix login bug", "body", "a"));
         String again =
-                (String) d.call("create_issue", "{\"title\":\"fix login bug\",\"body\":\"other\"}");
+                (String) d.call("create_issue", "{\"body\":\"a\",\"title\":\"fix login bug\"}");
         assertEquals(first, again);
+        // Another body under the same key is another request: refused, nothing runs (SPEC v1.1
+        // rule 9).
+        assertThrows(
+                PayloadMismatchException.class,
+                () -> d.call("create_issue", "{\"title\":\"fix login bug\",\"body\":\"other\"}"));
         assertEquals(1, issues.created.get());
-        assertEquals(2, issues.supplied.get());
+        assertEquals(3, issues.supplied.get());
         // The context's key is the 64-hex key; suppliedKey() the raw one (SPEC §5).
         assertEquals(
                 "eb4ab0e2414b12f09f35bf927fef015f5086d52f00f3988bcb2e3d2861571855|fix login bug",

@@ -41,6 +41,80 @@ class PayloadFingerprintTest {
         }
     }
 
+    /** EXPLICIT tools: the key comes from the order id, the payload is the whole input. */
+    public static class Orders implements IdempotencyKeySupplier {
+        final AtomicInteger runs = new AtomicInteger();
+
+        @Override
+        public String idempotencyKeyFor(Map<String, Object> input) {
+            return "order-" + input.get("order");
+        }
+
+        @Tool(name = "charge")
+        @Idempotent(strategy = KeyStrategy.EXPLICIT)
+        public int charge(String order, int amount) {
+            runs.incrementAndGet();
+            return amount;
+        }
+
+        @Tool(name = "charge_again")
+        @Idempotent(
+                strategy = KeyStrategy.EXPLICIT,
+                onCacheHit = RetryBehavior.RETURN_CACHED_IF_SUCCESS,
+                cacheFailures = true)
+        public int chargeAgain(String order, int amount, boolean decline) {
+            runs.incrementAndGet();
+            if (decline) {
+                throw new IllegalStateException("declined");
+            }
+            return amount;
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("stores")
+    void an_explicit_key_repeated_with_another_input_is_refused_and_runs_nothing(
+            String name, Supplier<IdempotencyStore> stores) {
+        Orders orders = new Orders();
+        try (IdempotencyStore store = stores.get();
+                ToolDispatcher dispatcher =
+                        ToolDispatcher.builder()
+                                .tools(orders)
+                                .store(store)
+                                .tenant("fingerprint-" + UUID.randomUUID())
+                                .build()) {
+            assertEquals(5, dispatcher.call("charge", Map.of("order", "A-1", "amount", 5)));
+            // The same input as JSON text, members in another order: answered from the record.
+            assertEquals(5, dispatcher.call("charge", "{\"amount\":5.0,\"order\":\"A-1\"}"));
+            PayloadMismatchException e =
+                    assertThrows(
+                            PayloadMismatchException.class,
+                            () -> dispatcher.call("charge", Map.of("order", "A-1", "amount", 6)));
+            assertEquals(ErrorKind.PAYLOAD_MISMATCH, e.kind());
+            assertEquals("charge", e.tool());
+            assertTrue(e.key() != null && e.key().length() == 64, String.valueOf(e.key()));
+            assertThrows(
+                    PayloadMismatchException.class,
+                    () -> dispatcher.call("charge", "{\"order\":\"A-1\",\"amount\":6}"));
+            assertEquals(1, orders.runs.get(), "a mismatched repeat runs nothing");
+
+            // RETURN_CACHED_IF_SUCCESS runs a remembered failure again only for the same input.
+            Map<String, Object> declined = Map.of("order", "B-2", "amount", 5, "decline", true);
+            assertThrows(
+                    IllegalStateException.class, () -> dispatcher.call("charge_again", declined));
+            assertThrows(
+                    PayloadMismatchException.class,
+                    () ->
+                            dispatcher.call(
+                                    "charge_again",
+                                    Map.of("order", "B-2", "amount", 7, "decline", false)));
+            assertEquals(2, orders.runs.get(), "another input does not replace the failure");
+            assertThrows(
+                    IllegalStateException.class, () -> dispatcher.call("charge_again", declined));
+            assertEquals(3, orders.runs.get(), "the same input runs again");
+        }
+    }
+
     static Stream<Arguments> stores() {
         return Services.stores("fingerprint");
     }

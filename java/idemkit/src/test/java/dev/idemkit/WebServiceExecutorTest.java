@@ -667,14 +667,22 @@ class WebServiceExecutorTest {
         assertTrue(HEX64.matcher(r.key()).matches(), r.key());
         assertEquals(r.key(), context.key());
         assertEquals(r.key(), server.only().single("Idempotency-Key"));
-        // Another qty, same supplied key: the same call, remembered.
+        // The same input as JSON text, same supplied key: the same call, remembered.
         WebServiceResponse<Object> again =
-                ws.invokeForResponse("place_order", "{\"order\":\"A-17\",\"qty\":3}");
+                ws.invokeForResponse("place_order", "{\"qty\":2,\"order\":\"A-17\"}");
         assertTrue(again.replayed());
         assertEquals(r.key(), again.key());
         assertEquals(2, orders.supplied.get());
         assertEquals(1, server.count());
         assertEquals(Map.of("seq", 1), again.value());
+        // Another qty under the same key is another request: refused, nothing is sent (SPEC v1.1
+        // rule 9).
+        PayloadMismatchException mismatch =
+                assertThrows(
+                        PayloadMismatchException.class,
+                        () -> ws.invoke("place_order", Map.of("order", "A-17", "qty", 3)));
+        assertEquals(r.key(), mismatch.key());
+        assertEquals(1, server.count());
     }
 
     public static class Blank implements IdempotencyKeySupplier {

@@ -85,7 +85,7 @@ public class TravelAgent {
                             Map.of("title", "Fix login", "body", "..."),
                             Integer.class);
             try {
-                tools.call("create_issue", Map.of("title", "Fix login", "body", "again"));
+                tools.call("create_issue", Map.of("title", "Fix login", "body", "..."));
             } catch (FailFastException repeat) {
                 System.out.println("issue " + issue + " exists: " + repeat.key());
             }

@@ -112,7 +112,7 @@ public class PaymentsClient {
             Object refund =
                     payments.invoke("refund", Map.of("id", charge.id, "reason", "duplicate"));
             Object again =
-                    payments.invoke("refund", Map.of("id", charge.id, "reason", "asked twice"));
+                    payments.invoke("refund", Map.of("id", charge.id, "reason", "duplicate"));
             System.out.println(refund + " " + refund.equals(again));
 
             // A declined card is a WebServiceException; with cacheFailures a repeat sends nothing.
