@@ -290,6 +290,7 @@ struct ClaimWire<'a> {
     ttl_ms: u64,
     retry_failure: bool,
     fingerprint: Option<&'a str>,
+    payload_checked: bool,
 }
 
 #[derive(Deserialize)]
@@ -373,6 +374,7 @@ impl Store for JavaStore {
                 ttl_ms: request.ttl_ms,
                 retry_failure: request.retry_failure,
                 fingerprint: request.fingerprint,
+                payload_checked: request.payload_checked,
             },
         )?;
         let now_ms = answer.now;

@@ -105,7 +105,8 @@ final class JdbcStoreOperations implements StoreOperations {
             Math.min(r.leaseMs(), MAX_SPAN_MS),
             Math.min(r.ttlMs(), MAX_SPAN_MS),
             r.retryFailure(),
-            r.fingerprint()
+            r.fingerprint(),
+            r.payloadChecked()
         };
         for (int attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
             Row row = queryOne("claim", values);

@@ -111,7 +111,8 @@ final class JedisStoreOperations implements StoreOperations {
                                 r.scope(),
                                 r.id().tenant() == null ? "0" : "1",
                                 r.id().tenant() == null ? "" : r.id().tenant(),
-                                r.fingerprint() == null ? "" : r.fingerprint());
+                                r.fingerprint() == null ? "" : r.fingerprint(),
+                                r.payloadChecked() ? "1" : "0");
         String answer = text(reply.get(0));
         long now = number(reply.get(1));
         if ("acquired".equals(answer)) {

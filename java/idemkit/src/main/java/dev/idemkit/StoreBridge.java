@@ -58,7 +58,8 @@ final class StoreBridge {
                                             in.get("lease_ms").asLong(),
                                             in.get("ttl_ms").asLong(),
                                             in.get("retry_failure").asBoolean(),
-                                            text(in, "fingerprint")));
+                                            text(in, "fingerprint"),
+                                            in.get("payload_checked").asBoolean()));
                     out.put("now", r.now());
                     out.put("acquired", r.acquired());
                     out.put("lease_end", r.leaseEnd());

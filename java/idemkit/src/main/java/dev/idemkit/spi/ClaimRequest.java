@@ -10,6 +10,9 @@ package dev.idemkit.spi;
  * @param ttlMs {@code expiresAt = leaseEnd + ttlMs} while in progress
  * @param retryFailure a remembered failure is replaced by this claim in the same atomic operation
  * @param fingerprint the call's payload fingerprint to keep, or {@code null}
+ * @param payloadChecked the call checks payloads (SPEC v1.1 rule 9): under {@code retryFailure}, a
+ *     remembered failure made by another payload (both fingerprints present and different) is not
+ *     replaced but answered, so that the executor refuses the call
  */
 public record ClaimRequest(
         RecordId id,
@@ -18,11 +21,13 @@ public record ClaimRequest(
         long leaseMs,
         long ttlMs,
         boolean retryFailure,
-        String fingerprint) {
+        String fingerprint,
+        boolean payloadChecked) {
 
     /**
      * Whether this claim takes over {@code current} (or the key is free): no record, an expired
-     * one, or a remembered failure when {@link #retryFailure()}.
+     * one, or a remembered failure when {@link #retryFailure()} — unless the payload is checked and
+     * another payload made that failure.
      *
      * @param current the record under the key, or {@code null}
      * @param now the store's clock
@@ -34,6 +39,10 @@ public record ClaimRequest(
                 || (retryFailure
                         && current.state() == StoredRecord.State.COMPLETED
                         && current.outcome() != null
-                        && current.outcome().isFailure());
+                        && current.outcome().isFailure()
+                        && !(payloadChecked
+                                && fingerprint != null
+                                && current.fingerprint() != null
+                                && !fingerprint.equals(current.fingerprint())));
     }
 }
