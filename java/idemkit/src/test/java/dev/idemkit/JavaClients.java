@@ -9,10 +9,24 @@ import java.sql.SQLFeatureNotSupportedException;
 import java.util.Properties;
 import java.util.logging.Logger;
 import javax.sql.DataSource;
+import redis.clients.jedis.RedisClient;
 
 /** The application-owned clients of the Java-store tests, made from the services' URLs. */
 final class JavaClients {
     private JavaClients() {}
+
+    private static RedisClient sharedRedis;
+
+    /**
+     * One Jedis {@code RedisClient} for {@code IDEMKIT_REDIS_URL}, shared by the tests that run on
+     * every store; it lives as long as the test JVM, as an application's client would.
+     */
+    static synchronized RedisClient redisClient(String what) {
+        if (sharedRedis == null) {
+            sharedRedis = RedisClient.create(URI.create(Services.url("IDEMKIT_REDIS_URL", what)));
+        }
+        return sharedRedis;
+    }
 
     /**
      * A {@code DataSource} (the PostgreSQL JDBC driver, a connection per call) for {@code

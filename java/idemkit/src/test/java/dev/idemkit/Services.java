@@ -22,7 +22,8 @@ final class Services {
     }
 
     /**
-     * The in-memory store, Redis and PostgreSQL (a table made if missing), as arguments of a
+     * The in-memory store, Redis and PostgreSQL (a table made if missing), and the stores written
+     * in Java on the same servers (Jedis, JDBC), as arguments of a
      * parameterised test ({@code name}, a {@code Supplier<IdempotencyStore>}); a server whose URL
      * is not set aborts its case loudly. {@code what} names the tests in that message.
      */
@@ -36,9 +37,23 @@ final class Services {
                         new PostgresIdempotencyStore(
                                         url("IDEMKIT_POSTGRES_URL", what + " PostgreSQL"))
                                 .createTableIfMissing();
+        // The stores written in Java, over the application's own clients, on the same servers.
+        java.util.function.Supplier<IdempotencyStore> jedis =
+                () ->
+                        new RedisIdempotencyStore(
+                                JavaClients.redisClient(what + " Jedis"), "idemkit-jedis-test:");
+        java.util.function.Supplier<IdempotencyStore> jdbc =
+                () -> {
+                    PostgresIdempotencyStore pg =
+                            new PostgresIdempotencyStore(JavaClients.dataSource(what + " JDBC"));
+                    pg.createTableIfMissing();
+                    return pg;
+                };
         return java.util.stream.Stream.of(
                 org.junit.jupiter.params.provider.Arguments.of("memory", memory),
                 org.junit.jupiter.params.provider.Arguments.of("redis", redis),
-                org.junit.jupiter.params.provider.Arguments.of("postgres", postgres));
+                org.junit.jupiter.params.provider.Arguments.of("postgres", postgres),
+                org.junit.jupiter.params.provider.Arguments.of("jedis", jedis),
+                org.junit.jupiter.params.provider.Arguments.of("jdbc", jdbc));
     }
 }
