@@ -231,7 +231,8 @@ fn throw_idemkit(
         | E::StoreUnavailable { tool, .. }
         | E::OutcomeTooLarge { tool, .. }
         | E::Timeout { tool, .. }
-        | E::PayloadMismatch { tool, .. } => (Some(tool.as_str()), None, None),
+        | E::PayloadMismatch { tool, .. }
+        | E::UpstreamPayloadMismatch { tool, .. } => (Some(tool.as_str()), None, None),
         E::CachedFailure {
             tool,
             error_type,

@@ -28,6 +28,11 @@ pub(super) static GET: Lazy<Script> = Lazy::new(|| script(include_str!("scripts/
 /// outcome kind, ttl_ms]. Answers `{answer, now[, record]}`.
 pub(super) static RESOLVE: Lazy<Script> = Lazy::new(|| script(include_str!("scripts/resolve.lua")));
 
+/// Take over: KEYS = [record]; ARGV = [expected token, new token, lease_ms, ttl_ms]. Answers
+/// `{'acquired', now, lease_end}` or `{'lost', now[, record]}` (SPEC v1.1 rule 12).
+pub(super) static TAKE_OVER: Lazy<Script> =
+    Lazy::new(|| script(include_str!("scripts/take_over.lua")));
+
 /// Purge one: KEYS = [record]. Deletes the record if it is expired but still present (native
 /// expiry normally gets there first); answers 1 if it did.
 pub(super) static PURGE_ONE: Lazy<Script> =
