@@ -594,6 +594,13 @@ pub enum StoreOperation {
     PurgeExpired,
     /// Creating the store's table.
     CreateTable,
+    /// Releasing or resolving one key (the in-process operator action, `settle_key`).
+    SettleKey {
+        /// The 64-hex key.
+        key: String,
+        /// The tenant, in NFC (`None`: no tenant).
+        tenant: Option<String>,
+    },
 }
 
 impl std::fmt::Display for StoreOperation {
@@ -614,6 +621,11 @@ impl std::fmt::Display for StoreOperation {
             StoreOperation::CreateTable => {
                 f.write_str("store unavailable while creating the table")
             }
+            StoreOperation::SettleKey { key, tenant } => write!(
+                f,
+                "store unavailable while settling key {key}{}",
+                tenant_flag(tenant.as_deref())
+            ),
         }
     }
 }

@@ -1293,7 +1293,7 @@ impl Executor {
     /// (`key_sent`); `failure` and `types` describe its error as for [`BodyReport::FailedAs`].
     ///
     /// - A request that may be sent again ([`ExchangeVerdict::Resend`]): while the call's retry
-    ///   policy (for a 409 without one, [`RetryPolicy::in_progress`]) and its deadline allow,
+    ///   policy (for a 409, at least [`RetryPolicy::in_progress`]) and its deadline allow,
     ///   [`Answer::Retry`] with the claim kept ([`Recording::Kept`]): pause, advance, send again
     ///   under the same key. When they do not, the claim is released and the caller gets the
     ///   body's error.
@@ -1363,9 +1363,9 @@ impl Executor {
     }
 
     /// The pause before sending a request again (SPEC v1.1 rule 12), if the call may: a body
-    /// that holds its claim or claims nothing, runs left under its retry policy (a 409 without
-    /// one: [`RetryPolicy::in_progress`]), a type the policy retries, and the pause ending
-    /// before the deadline.
+    /// that holds its claim or claims nothing, runs left under its retry policy (a 409: at least
+    /// [`RetryPolicy::in_progress`]), a type the policy retries, and the pause ending before the
+    /// deadline.
     fn resend_pause<T: Borrow<Tool>>(
         &self,
         attempt: &Attempt<T>,
@@ -1375,13 +1375,16 @@ impl Executor {
         if !matches!(attempt.phase, Phase::Claimed | Phase::Unprotected) {
             return None;
         }
-        let in_progress;
+        let in_progress = RetryPolicy::in_progress();
         let retry: &RetryPolicy = match (&attempt.retry, exchange) {
-            (Some(retry), _) => retry,
-            (None, Exchange::Answered(409)) => {
-                in_progress = RetryPolicy::in_progress();
-                &in_progress
+            // The upstream asks to be asked again: at least the in-progress resends.
+            (Some(retry), Exchange::Answered(409))
+                if retry.max_attempts > in_progress.max_attempts =>
+            {
+                retry
             }
+            (_, Exchange::Answered(409)) => &in_progress,
+            (Some(retry), _) => retry,
             (None, _) => return None,
         };
         if attempt.runs >= retry.max_attempts || !retry.covers(types) {

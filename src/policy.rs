@@ -172,8 +172,9 @@ pub enum ExchangeVerdict {
 }
 
 impl RetryPolicy {
-    /// The resends of a request answered 409 ("still in progress") when the call has no retry
-    /// policy of its own: up to 8 requests, 100 ms doubling to 2 s, within the call's deadline.
+    /// The resends of a request answered 409 ("still in progress") by a key-honouring upstream,
+    /// unless the call's own retry policy allows more: up to 8 requests, 100 ms doubling to 2 s,
+    /// within the call's deadline.
     pub fn in_progress() -> RetryPolicy {
         RetryPolicy::attempts(8).with_backoff(Duration::from_millis(100), Duration::from_secs(2))
     }
