@@ -981,6 +981,43 @@ idemkit_status idemkit_store_open(const char *url,
 void idemkit_store_free(struct idemkit_store *store);
 
 /**
+ * Releases the unfinished record of one key so that the next call with it runs (SPEC v1.1
+ * rule 12): an abandoned claim (its lease ended without an outcome) or a failure held as
+ * indeterminate (`IDEMKIT_STATUS_INDETERMINATE`). The in-process counterpart of
+ * `idemkit resolve --release`, for a `memory:` store too. A claim whose lease has not ended is
+ * left alone unless `force` (its owner may still be running).
+ *
+ * `tenant` is NULL for none; `key` is the 64-hex key (`idemkit_begin_result.key`). On OK,
+ * `*released` says whether a record was released (false: there was none). A record that must
+ * not change — completed with a known outcome, still in progress without `force`, changed
+ * meanwhile — answers `IDEMKIT_STATUS_INVALID_ARGUMENT` naming why; nothing changed.
+ *
+ * # Safety
+ * `store` is NULL or a live store; `tenant` is NULL or NUL-terminated; `key` is
+ * NUL-terminated; `released` is NULL or writable.
+ */
+idemkit_status idemkit_store_release_key(const struct idemkit_store *store,
+                                         const char *tenant,
+                                         const char *key,
+                                         bool force,
+                                         bool *released);
+
+/**
+ * Records `result_json` (one JSON value) as the outcome of one key whose record is unfinished
+ * (abandoned, or a failure held as indeterminate), kept `ttl_seconds`: repeats get it as a
+ * cached success. Answers as `idemkit_store_release_key` (`*resolved` false: no record).
+ *
+ * # Safety
+ * As `idemkit_store_release_key`; `result_json` is NUL-terminated.
+ */
+idemkit_status idemkit_store_resolve_key(const struct idemkit_store *store,
+                                         const char *tenant,
+                                         const char *key,
+                                         const char *result_json,
+                                         uint64_t ttl_seconds,
+                                         bool *resolved);
+
+/**
  * Fills `*policy` with the SPEC defaults: `HASH_INPUT`, `RETURN_CACHED`, no failure caching,
  * TTL 3600 s, lease 300 s, no key arguments, effect `IDEMPOTENT`, no error lists, no retries
  * (backoff 100 ms to 2000 ms once `retry_max_attempts` is set), no `retry_on` (every failure

@@ -160,7 +160,7 @@ pub enum Error {
     /// outcome), or an `EFFECTFUL` body failed and its failure is held (SPEC v1.1 rule 7). The
     /// effect may or may not have happened. Kind [`ErrorKind::Indeterminate`]; nothing ran. An
     /// operator resolves the record (`idemkit resolve`), or it expires.
-    #[error("`{tool}` has an indeterminate outcome under key {key}: {}, so the effect may or may not have happened; nothing was run. Resolve the record (idemkit resolve --key {key}{}) or wait for it to expire", indeterminate_cause(.held.as_deref()), tenant_flag(.tenant.as_deref()))]
+    #[error("`{tool}` has an indeterminate outcome under key {key}: {}, so the effect may or may not have happened; nothing was run. Release or resolve this one key in-process (Rust `idemkit::store::settle_key`, Java `IdempotencyStore.releaseKey`/`resolveKey`, C `idemkit_store_release_key`/`idemkit_store_resolve_key`), with the CLI (idemkit resolve --key {key}{}) or wait for it to expire", indeterminate_cause(.held.as_deref()), tenant_flag(.tenant.as_deref()))]
     Indeterminate {
         /// The tool.
         tool: String,
@@ -237,6 +237,22 @@ pub enum Error {
         /// The call's tenant.
         tenant: Option<String>,
     },
+    /// The upstream answered a request sent under the call's key with its own payload-mismatch
+    /// status (422, or 417 as some middleware sends): it has a record of this key made by a
+    /// request with another payload (SPEC v1.1 rule 12). Kind [`ErrorKind::PayloadMismatch`];
+    /// the claim was released and nothing was recorded. Only for tools whose upstream honours
+    /// the key ([`Policy::with_upstream_honors_key`](crate::Policy::with_upstream_honors_key)).
+    #[error("`{tool}` sent key {key} upstream and the upstream answered {status}: it holds this key for a request with another payload{}; nothing was recorded. The upstream compares the whole request, so an argument outside keyArguments changed it; send the original payload, or use a new key for a new request", tenant_note(.tenant.as_deref()))]
+    UpstreamPayloadMismatch {
+        /// The tool.
+        tool: String,
+        /// The call's key (64 hex digits).
+        key: String,
+        /// The call's tenant.
+        tenant: Option<String>,
+        /// The upstream's status (422 or 417).
+        status: u16,
+    },
     /// A bug inside idemkit (a panic caught at a language boundary, a broken invariant). Kind
     /// [`ErrorKind::Internal`]; please report it.
     #[error("internal error in idemkit: {0}")]
@@ -276,7 +292,9 @@ impl Error {
             }
             Error::OutcomeTooLarge { .. } => ErrorKind::OutcomeTooLarge,
             Error::Timeout { .. } => ErrorKind::Timeout,
-            Error::PayloadMismatch { .. } => ErrorKind::PayloadMismatch,
+            Error::PayloadMismatch { .. } | Error::UpstreamPayloadMismatch { .. } => {
+                ErrorKind::PayloadMismatch
+            }
             Error::Internal(_) => ErrorKind::Internal,
         }
     }
@@ -290,7 +308,8 @@ impl Error {
             | Error::Indeterminate { key, .. }
             | Error::OutcomeTooLarge { key, .. }
             | Error::Timeout { key, .. }
-            | Error::PayloadMismatch { key, .. } => Some(key),
+            | Error::PayloadMismatch { key, .. }
+            | Error::UpstreamPayloadMismatch { key, .. } => Some(key),
             _ => None,
         }
     }
@@ -575,6 +594,13 @@ pub enum StoreOperation {
     PurgeExpired,
     /// Creating the store's table.
     CreateTable,
+    /// Releasing or resolving one key (the in-process operator action, `settle_key`).
+    SettleKey {
+        /// The 64-hex key.
+        key: String,
+        /// The tenant, in NFC (`None`: no tenant).
+        tenant: Option<String>,
+    },
 }
 
 impl std::fmt::Display for StoreOperation {
@@ -595,6 +621,11 @@ impl std::fmt::Display for StoreOperation {
             StoreOperation::CreateTable => {
                 f.write_str("store unavailable while creating the table")
             }
+            StoreOperation::SettleKey { key, tenant } => write!(
+                f,
+                "store unavailable while settling key {key}{}",
+                tenant_flag(tenant.as_deref())
+            ),
         }
     }
 }

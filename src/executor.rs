@@ -21,10 +21,13 @@ use crate::error::{Error, StoreError};
 use crate::events::{Event, EventKind, Events};
 use crate::key::{derive_key, CanonicalValue, Key, KeyError, KeyInput, KeyScope};
 use crate::policy::{
-    Effect, FailureClass, FailureSettlement, KeyStrategy, Policy, RetryBehavior, RetryPolicy, Tool,
+    Effect, Exchange, ExchangeVerdict, FailureClass, FailureSettlement, KeyStrategy, Policy,
+    RetryBehavior, RetryPolicy, Tool,
 };
 use crate::record::{Failure, Outcome, Record, Token};
-use crate::store::{Claim, ClaimReply, ClaimRequest, Completion, RecordId, Store};
+use crate::store::{
+    Claim, ClaimReply, ClaimRequest, Completion, RecordId, Store, TakeOver, TakeOverRequest,
+};
 
 /// How long settling (recording an outcome, releasing a claim) may hold its caller before it
 /// goes on in the background: the Java and C faces settle inside one short native call.
@@ -105,6 +108,9 @@ pub enum Recording {
     /// caller and every repeat get the indeterminate error until an operator resolves it
     /// (SPEC v1.1 rule 7).
     Held,
+    /// Still claimed: the request is sent again under the same key (SPEC v1.1 rule 12), and its
+    /// next outcome settles the claim.
+    Kept,
     /// Not settled when the call returned. Either settling gave up (reported as `record_failed`,
     /// or `store_error` for a release; the claim will become abandoned), or, after a store error,
     /// it goes on in the background until the lease ends (the detail says so, and the event
@@ -113,8 +119,8 @@ pub enum Recording {
 }
 
 impl Recording {
-    /// A short name: `recorded`, `released`, `held`, `left_in_progress`, `unprotected` or
-    /// `failed`.
+    /// A short name: `recorded`, `released`, `held`, `left_in_progress`, `unprotected`, `kept`
+    /// or `failed`.
     pub fn name(&self) -> &'static str {
         match self {
             Recording::Recorded => "recorded",
@@ -122,6 +128,7 @@ impl Recording {
             Recording::Held => "held",
             Recording::LeftInProgress => "left_in_progress",
             Recording::Unprotected => "unprotected",
+            Recording::Kept => "kept",
             Recording::Failed(_) => "failed",
         }
     }
@@ -968,6 +975,52 @@ impl Executor {
                 }
                 Claim::Abandoned(record) => {
                     self.check_payload(attempt, &record)?;
+                    if policy.upstream_honors_key {
+                        // SPEC v1.1 rule 12: the upstream deduplicates by the key, so the
+                        // request may be sent again under it; the claim moves to this caller.
+                        let request = TakeOverRequest {
+                            id,
+                            expected: record.token,
+                            token: attempt.token,
+                            lease_ms: policy.lease.as_millis() as u64,
+                            ttl_ms: policy.ttl.as_millis() as u64,
+                        };
+                        let taking = self.store.take_over(&request);
+                        let taken = match attempt.deadline {
+                            None => Some(taking.await),
+                            Some(deadline) => {
+                                tokio::time::timeout_at(deadline.into(), taking).await.ok()
+                            }
+                        };
+                        match taken {
+                            Some(Ok(TakeOver::Acquired { .. })) => {
+                                attempt.lease_until = Some(lease_until());
+                                self.emit(
+                                    attempt,
+                                    EventKind::Acquired,
+                                    Some("took over an abandoned claim; the request is sent again under the same key"),
+                                );
+                                return Ok(Step::Run);
+                            }
+                            // Another caller took it over, or it was settled: claim again.
+                            Some(Ok(TakeOver::Lost(_))) => continue,
+                            Some(Ok(TakeOver::Unsupported)) => {}
+                            Some(Err(error)) => {
+                                self.emit(attempt, EventKind::StoreError, Some(&error.to_string()));
+                                // The take-over may have landed with its reply lost: free it.
+                                self.release_lost_claim(attempt, lease_until());
+                                return Err(self.unavailable(attempt, &error));
+                            }
+                            None => {
+                                let error = StoreError::unavailable(
+                                    "no answer from the store before the call's deadline",
+                                );
+                                self.emit(attempt, EventKind::StoreError, Some(&error.to_string()));
+                                self.release_lost_claim(attempt, lease_until());
+                                return Err(self.unavailable(attempt, &error));
+                            }
+                        }
+                    }
                     self.emit(attempt, EventKind::Indeterminate, None);
                     return Err(Error::Indeterminate {
                         tool: tool.name().to_owned(),
@@ -1219,16 +1272,129 @@ impl Executor {
         {
             use tracing::Instrument;
             let span = attempt.span.clone();
-            self.report_in_span(attempt, report).instrument(span).await
+            self.report_in_span(attempt, report, true)
+                .instrument(span)
+                .await
         }
         #[cfg(not(feature = "tracing"))]
-        self.report_in_span(attempt, report).await
+        self.report_in_span(attempt, report, true).await
+    }
+
+    /// Reports a failed exchange with an upstream and decides, by [`Policy::judge_exchange`],
+    /// what it means — one rule for every face (SPEC v1.1 rules 7, 8 and 12). The face says
+    /// only what it saw (`exchange`) and whether the request carried the call's key
+    /// (`key_sent`); `failure` and `types` describe its error as for [`BodyReport::FailedAs`].
+    ///
+    /// - A request that may be sent again ([`ExchangeVerdict::Resend`]): while the call's retry
+    ///   policy (for a 409, at least [`RetryPolicy::in_progress`]) and its deadline allow,
+    ///   [`Answer::Retry`] with the claim kept ([`Recording::Kept`]): pause, advance, send again
+    ///   under the same key. When they do not, the claim is released and the caller gets the
+    ///   body's error.
+    /// - A final answer ([`ExchangeVerdict::Final`]): settled as [`Executor::report`] settles
+    ///   [`BodyReport::FailedAs`] (released, recorded or held), and never retried.
+    /// - The upstream's payload mismatch: the claim is released and the caller gets
+    ///   [`Error::UpstreamPayloadMismatch`].
+    ///
+    /// [`Policy::judge_exchange`]: crate::Policy::judge_exchange
+    pub async fn report_exchange<T: Borrow<Tool>>(
+        &self,
+        attempt: &mut Attempt<T>,
+        failure: &Failure,
+        types: &[String],
+        exchange: Exchange,
+        key_sent: bool,
+    ) -> Reported {
+        let verdict = attempt.tool().policy().judge_exchange(exchange, key_sent);
+        let failed = |class| BodyReport::FailedAs {
+            failure,
+            types,
+            class,
+        };
+        match verdict {
+            ExchangeVerdict::Resend => {
+                if let Some(pause) = self.resend_pause(attempt, types, exchange) {
+                    if attempt.phase == Phase::Claimed {
+                        // The claim is kept: the next `advance` runs the body again at once.
+                        attempt.runs += 1;
+                    }
+                    self.emit(
+                        attempt,
+                        EventKind::Retried,
+                        Some("the request is sent again under the same key"),
+                    );
+                    #[cfg(feature = "tracing")]
+                    attempt.span.record("recording", Recording::Kept.name());
+                    return Reported {
+                        answer: Answer::Retry(pause),
+                        recording: Recording::Kept,
+                    };
+                }
+                // No resend left: the next call may send it again.
+                self.report_in_span(attempt, failed(Some(FailureClass::NoEffect)), false)
+                    .await
+            }
+            ExchangeVerdict::Final => self.report_in_span(attempt, failed(None), false).await,
+            ExchangeVerdict::PayloadMismatch(status) => {
+                let reported = self
+                    .report_in_span(attempt, failed(Some(FailureClass::NoEffect)), false)
+                    .await;
+                let answer = match reported.answer {
+                    timeout @ Answer::Error(_) => timeout,
+                    _ => Answer::Error(Error::UpstreamPayloadMismatch {
+                        tool: attempt.tool().name().to_owned(),
+                        key: attempt.key_text().unwrap_or_default(),
+                        tenant: attempt.tenant.clone(),
+                        status,
+                    }),
+                };
+                Reported {
+                    answer,
+                    recording: reported.recording,
+                }
+            }
+        }
+    }
+
+    /// The pause before sending a request again (SPEC v1.1 rule 12), if the call may: a body
+    /// that holds its claim or claims nothing, runs left under its retry policy (a 409: at least
+    /// [`RetryPolicy::in_progress`]), a type the policy retries, and the pause ending before the
+    /// deadline.
+    fn resend_pause<T: Borrow<Tool>>(
+        &self,
+        attempt: &Attempt<T>,
+        types: &[String],
+        exchange: Exchange,
+    ) -> Option<Duration> {
+        if !matches!(attempt.phase, Phase::Claimed | Phase::Unprotected) {
+            return None;
+        }
+        let in_progress = RetryPolicy::in_progress();
+        let retry: &RetryPolicy = match (&attempt.retry, exchange) {
+            // The upstream asks to be asked again: at least the in-progress resends.
+            (Some(retry), Exchange::Answered(409))
+                if retry.max_attempts > in_progress.max_attempts =>
+            {
+                retry
+            }
+            (_, Exchange::Answered(409)) => &in_progress,
+            (Some(retry), _) => retry,
+            (None, _) => return None,
+        };
+        if attempt.runs >= retry.max_attempts || !retry.covers(types) {
+            return None;
+        }
+        let pause = retry.pause(attempt.runs.saturating_sub(1));
+        match attempt.deadline {
+            Some(deadline) if Instant::now() + pause >= deadline => None,
+            _ => Some(pause),
+        }
     }
 
     async fn report_in_span<T: Borrow<Tool>>(
         &self,
         attempt: &mut Attempt<T>,
         report: BodyReport<'_>,
+        may_retry: bool,
     ) -> Reported {
         let ran = !matches!(report, BodyReport::NeverRan);
         let claimed = attempt.phase == Phase::Claimed && attempt.key.is_some();
@@ -1275,7 +1441,7 @@ impl Executor {
                     tenant: attempt.tenant.clone(),
                     held: Some(Box::new(failure.clone())),
                 })
-            } else if let Some(pause) = retryable
+            } else if let Some(pause) = (retryable && may_retry)
                 .then(|| self.retry_pause(attempt, types, settlement, &recording))
                 .flatten()
             {
@@ -1339,9 +1505,15 @@ impl Executor {
             Recording::Recorded => "it finished late and its outcome was recorded, so a retry gets the remembered outcome without running it again".to_owned(),
             Recording::Released => "it finished late with a failure and its claim was released, so a retry runs it again".to_owned(),
             Recording::LeftInProgress => format!(
-                "its outcome is unknown (it was cancelled while it may have been acting), so its claim stays in progress until the lease ends and then reads as abandoned until an operator resolves it (idemkit resolve --key {key})"
+                "its outcome is unknown (it was cancelled while it may have been acting), so its claim stays in progress until the lease ends and then reads as abandoned until an operator releases or resolves this one key (in-process: `idemkit::store::settle_key`, Java `IdempotencyStore.releaseKey`/`resolveKey`, C `idemkit_store_release_key`; or idemkit resolve --key {key}){}",
+                if tool.policy().upstream_honors_key {
+                    "; as its upstream honours the key, a call of the same request after the lease ends takes the abandoned claim over and sends it again under the same key, and the upstream answers from its own record"
+                } else {
+                    ""
+                }
             ),
             Recording::Unprotected => "nothing was recorded (its strategy does not deduplicate, or it is READ_ONLY)".to_owned(),
+            Recording::Kept => "its claim is still held".to_owned(),
             Recording::Held => "it failed late and, as the tool is EFFECTFUL, its failure is held: repeats get the indeterminate error until an operator resolves the record".to_owned(),
             Recording::Failed(detail) => format!("it finished late but {detail}"),
         };

@@ -142,6 +142,44 @@ pub enum FailureSettlement {
     Hold,
 }
 
+/// What a face saw of one failed request to an upstream (SPEC v1.1 rule 12): all that
+/// [`Policy::judge_exchange`] needs to decide whether it may be sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Exchange {
+    /// Nothing was written to the connection (connection refused, name not resolved, connect
+    /// timeout): the upstream never saw the request.
+    NotSent,
+    /// The request was (or may have been) written, and no answer came: the connection was
+    /// reset or closed, or the answer was cut.
+    NoAnswer,
+    /// The upstream answered with this status, which is not a success.
+    Answered(u16),
+}
+
+/// What [`Policy::judge_exchange`] decided about a failed exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExchangeVerdict {
+    /// Safe to send again under the same key, keeping the claim, while the retry budget and the
+    /// deadline allow; when they do not, the claim is released (a later call sends again).
+    Resend,
+    /// Not sent again: the failure is settled by the policy's classification
+    /// ([`Policy::settle_failure`]).
+    Final,
+    /// The upstream says the key was used before with another payload (this status: 422, or
+    /// 417 as some middleware sends): the claim is released and the caller gets the
+    /// payload-mismatch error.
+    PayloadMismatch(u16),
+}
+
+impl RetryPolicy {
+    /// The resends of a request answered 409 ("still in progress") by a key-honouring upstream,
+    /// unless the call's own retry policy allows more: up to 8 requests, 100 ms doubling to 2 s,
+    /// within the call's deadline.
+    pub fn in_progress() -> RetryPolicy {
+        RetryPolicy::attempts(8).with_backoff(Duration::from_millis(100), Duration::from_secs(2))
+    }
+}
+
 /// How failed calls are retried (SPEC v1.1 rule 8): up to `max_attempts` runs in all, with a
 /// capped, jittered pause between them, under the same key and within the call's one deadline.
 ///
@@ -310,6 +348,12 @@ pub struct Policy {
     /// point of `key_arguments`). `EXPLICIT` calls given a payload are always checked; plain
     /// `HASH_INPUT` keys on the whole input and cannot mismatch (SPEC v1.1 rule 9).
     pub reject_payload_mismatch: bool,
+    /// Whether the tool's upstream deduplicates by the `Idempotency-Key` it is sent, as Stripe
+    /// does (default false). Only then may a request that reached the upstream be sent again
+    /// after a transport error, a 5xx or a 409, and only then may a later call take over an
+    /// abandoned claim and resend under the same key (SPEC v1.1 rule 12; see
+    /// [`Policy::judge_exchange`]).
+    pub upstream_honors_key: bool,
 }
 
 impl Default for Policy {
@@ -325,6 +369,7 @@ impl Default for Policy {
             no_effect_errors: Vec::new(),
             permanent_errors: Vec::new(),
             reject_payload_mismatch: false,
+            upstream_honors_key: false,
         }
     }
 }
@@ -390,6 +435,44 @@ impl Policy {
     pub fn with_reject_payload_mismatch(mut self, reject: bool) -> Policy {
         self.reject_payload_mismatch = reject;
         self
+    }
+
+    /// Declares that the upstream deduplicates by the `Idempotency-Key` it is sent (SPEC v1.1
+    /// rule 12); see [`Policy::upstream_honors_key`].
+    pub fn with_upstream_honors_key(mut self, honors: bool) -> Policy {
+        self.upstream_honors_key = honors;
+        self
+    }
+
+    /// What a failed exchange with an upstream means for sending it again and for settling the
+    /// claim — one rule for every face (SPEC v1.1 rules 7 and 12). The face reports only what
+    /// it saw ([`Exchange`]) and whether the request carried the call's key.
+    ///
+    /// - Nothing was written to the connection: the request never reached the upstream, so it
+    ///   may always be sent again ([`ExchangeVerdict::Resend`]).
+    /// - A `READ_ONLY` tool's failure may be sent again (it reads only).
+    /// - The request carried the key and the upstream honours it: after no answer, a 5xx or a
+    ///   409 ("an earlier request with this key is still in progress") it may be sent again
+    ///   under the same key; a 422 or 417 (the upstream's answer to a key reused with another
+    ///   payload) is [`ExchangeVerdict::PayloadMismatch`].
+    /// - Otherwise the answer is final and never resent: a request that reached an upstream
+    ///   that does not honour the key, answered by no answer or a 5xx, has an unknown outcome,
+    ///   settled by the policy's classification ([`Policy::settle_failure`]: `EFFECTFUL` holds
+    ///   it, `IDEMPOTENT` releases it); a 4xx is a refusal, classified the same way.
+    pub fn judge_exchange(&self, exchange: Exchange, key_sent: bool) -> ExchangeVerdict {
+        let honored = key_sent && self.upstream_honors_key;
+        match exchange {
+            Exchange::NotSent => ExchangeVerdict::Resend,
+            _ if self.effect == Effect::ReadOnly => ExchangeVerdict::Resend,
+            Exchange::NoAnswer if honored => ExchangeVerdict::Resend,
+            Exchange::Answered(status) if honored && (status >= 500 || status == 409) => {
+                ExchangeVerdict::Resend
+            }
+            Exchange::Answered(status @ (422 | 417)) if honored => {
+                ExchangeVerdict::PayloadMismatch(status)
+            }
+            Exchange::NoAnswer | Exchange::Answered(_) => ExchangeVerdict::Final,
+        }
     }
 
     /// Sets what the body does to the world (SPEC v1.1 rule 7).
@@ -756,6 +839,45 @@ mod tests {
                 .settle_failure(&["X"], none),
             Release
         );
+    }
+
+    /// SPEC v1.1 rule 12: a request that reached the upstream is resent only when the upstream
+    /// honours the key and the key was sent; a request never sent always may be.
+    #[test]
+    fn exchanges_are_resent_only_when_safe() {
+        use Exchange::*;
+        use ExchangeVerdict::*;
+        let plain = Policy::default();
+        let honors = Policy::default().with_upstream_honors_key(true);
+        for policy in [&plain, &honors] {
+            assert_eq!(policy.judge_exchange(NotSent, true), Resend);
+            assert_eq!(policy.judge_exchange(NotSent, false), Resend);
+            assert_eq!(policy.judge_exchange(Answered(400), true), Final);
+        }
+        for exchange in [NoAnswer, Answered(500), Answered(503), Answered(409)] {
+            assert_eq!(plain.judge_exchange(exchange, true), Final, "{exchange:?}");
+            assert_eq!(
+                honors.judge_exchange(exchange, true),
+                Resend,
+                "{exchange:?}"
+            );
+            assert_eq!(
+                honors.judge_exchange(exchange, false),
+                Final,
+                "{exchange:?}"
+            );
+        }
+        assert_eq!(
+            honors.judge_exchange(Answered(422), true),
+            PayloadMismatch(422)
+        );
+        assert_eq!(
+            honors.judge_exchange(Answered(417), true),
+            PayloadMismatch(417)
+        );
+        assert_eq!(plain.judge_exchange(Answered(422), true), Final);
+        let read_only = Policy::default().with_effect(Effect::ReadOnly);
+        assert_eq!(read_only.judge_exchange(Answered(502), false), Resend);
     }
 
     #[test]

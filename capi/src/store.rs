@@ -7,8 +7,10 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use crate::boundary::{check_struct_size, guard, guard_void, optional_str, required_str, Fault};
 use crate::IdemkitStatus;
 use idemkit_core::executor::Executor;
+use idemkit_core::key::{nfc, Key};
+use idemkit_core::record::Outcome;
 use idemkit_core::runtime;
-use idemkit_core::store::{redact_url, StoreOptions};
+use idemkit_core::store::{redact_url, settle_key, KeySettled, RecordId, Resolution, StoreOptions};
 
 /// Options for `idemkit_store_open`. Fill it with
 /// `idemkit_store_options_default(&options, sizeof options)` and set what you need; NULL text
@@ -251,4 +253,122 @@ pub unsafe extern "C" fn idemkit_store_free(store: *mut IdemkitStore) {
             }
         }
     })
+}
+
+/// Settles one key's record in-process (`idemkit::store::settle_key`): `result_json` NULL
+/// releases, otherwise records it.
+unsafe fn settle_one_key(
+    store: *const IdemkitStore,
+    tenant: *const c_char,
+    key: *const c_char,
+    result_json: *const c_char,
+    ttl_seconds: u64,
+    force: bool,
+    settled: *mut bool,
+) -> IdemkitStatus {
+    guard(|| {
+        let settled = settled.as_mut().ok_or_else(|| Fault::null("settled"))?;
+        *settled = false;
+        let store = store.as_ref().ok_or_else(|| Fault::null("store"))?;
+        let tenant = optional_str(tenant, "tenant")?.map(|t| nfc(t).into_owned());
+        let hex = required_str(key, "key")?;
+        let key: Key = hex.parse().map_err(|e| {
+            Fault::invalid(format!(
+                "key `{hex}` is not a 64-hex idemkit key ({e}); pass the key idemkit_begin_result.key named"
+            ))
+        })?;
+        let resolution = match optional_str(result_json, "result_json")? {
+            None => Resolution::Release,
+            Some(json) => {
+                if ttl_seconds == 0 {
+                    return Err(Fault::invalid("ttl_seconds must be > 0"));
+                }
+                Resolution::Complete {
+                    outcome: Outcome::success(json).map_err(|e| {
+                        Fault::invalid(format!("result_json is not one JSON value: {e}"))
+                    })?,
+                    ttl_ms: ttl_seconds.saturating_mul(1000),
+                }
+            }
+        };
+        let executor = store.executor()?;
+        let id = RecordId {
+            tenant: tenant.as_deref(),
+            key: &key,
+        };
+        let answer = runtime::block_on(settle_key(
+            executor.store().as_ref(),
+            id,
+            &resolution,
+            force,
+        ))
+        .map_err(|e| {
+            Fault::new(
+                IdemkitStatus::StoreUnavailable,
+                format!("settling key {hex}: {e} ({})", executor.store().describe()),
+            )
+        })?;
+        match answer {
+            KeySettled::Done => {
+                *settled = true;
+                Ok(())
+            }
+            KeySettled::NotFound => Ok(()),
+            refused => Err(Fault::invalid(refused.describe(hex))),
+        }
+    })
+}
+
+/// Releases the unfinished record of one key so that the next call with it runs (SPEC v1.1
+/// rule 12): an abandoned claim (its lease ended without an outcome) or a failure held as
+/// indeterminate (`IDEMKIT_STATUS_INDETERMINATE`). The in-process counterpart of
+/// `idemkit resolve --release`, for a `memory:` store too. A claim whose lease has not ended is
+/// left alone unless `force` (its owner may still be running).
+///
+/// `tenant` is NULL for none; `key` is the 64-hex key (`idemkit_begin_result.key`). On OK,
+/// `*released` says whether a record was released (false: there was none). A record that must
+/// not change — completed with a known outcome, still in progress without `force`, changed
+/// meanwhile — answers `IDEMKIT_STATUS_INVALID_ARGUMENT` naming why; nothing changed.
+///
+/// # Safety
+/// `store` is NULL or a live store; `tenant` is NULL or NUL-terminated; `key` is
+/// NUL-terminated; `released` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_store_release_key(
+    store: *const IdemkitStore,
+    tenant: *const c_char,
+    key: *const c_char,
+    force: bool,
+    released: *mut bool,
+) -> IdemkitStatus {
+    settle_one_key(store, tenant, key, std::ptr::null(), 0, force, released)
+}
+
+/// Records `result_json` (one JSON value) as the outcome of one key whose record is unfinished
+/// (abandoned, or a failure held as indeterminate), kept `ttl_seconds`: repeats get it as a
+/// cached success. Answers as `idemkit_store_release_key` (`*resolved` false: no record).
+///
+/// # Safety
+/// As `idemkit_store_release_key`; `result_json` is NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn idemkit_store_resolve_key(
+    store: *const IdemkitStore,
+    tenant: *const c_char,
+    key: *const c_char,
+    result_json: *const c_char,
+    ttl_seconds: u64,
+    resolved: *mut bool,
+) -> IdemkitStatus {
+    if result_json.is_null() {
+        return guard(|| Err(Fault::null("result_json")));
+    }
+    settle_one_key(
+        store,
+        tenant,
+        key,
+        result_json,
+        ttl_seconds,
+        false,
+        resolved,
+    )
 }

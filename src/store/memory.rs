@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 
 use super::{
     Claim, ClaimReply, ClaimRequest, Completion, ListFilter, Page, RecordId, Resolution, Resolved,
-    Store, DEFAULT_MAX_OUTCOME_BYTES,
+    Store, TakeOver, TakeOverRequest, DEFAULT_MAX_OUTCOME_BYTES,
 };
 use crate::error::StoreError;
 use crate::key::Key;
@@ -412,6 +412,29 @@ impl Store for MemoryStore {
             }
         }
         Ok(Resolved::Done)
+    }
+
+    async fn take_over(&self, request: &TakeOverRequest<'_>) -> Result<TakeOver, StoreError> {
+        let now = self.clock.now_ms();
+        let mut shard = self.shard(request.id.key);
+        let Some(entry) = shard.live(request.id, now) else {
+            return Ok(TakeOver::Lost(None));
+        };
+        let record = &mut entry.record;
+        if record.state != RecordState::InProgress
+            || record.token != request.expected
+            || now < record.lease_end
+        {
+            return Ok(TakeOver::Lost(Some(record.clone())));
+        }
+        let lease_end = now.saturating_add(request.lease_ms as i64);
+        record.token = request.token;
+        record.claimed_at = now;
+        record.lease_end = lease_end;
+        record.ttl_ms = request.ttl_ms as i64;
+        record.expires_at = lease_end.saturating_add(request.ttl_ms as i64);
+        entry.wake();
+        Ok(TakeOver::Acquired { lease_end })
     }
 
     async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {

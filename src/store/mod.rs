@@ -149,6 +149,104 @@ pub enum Resolved {
     AlreadyCompleted(Record),
 }
 
+/// The take-over of an abandoned claim (SPEC v1.1 rule 12): only for tools whose upstream
+/// honours the `Idempotency-Key`, whose request is then sent again under the same key.
+#[derive(Debug, Clone, Copy)]
+pub struct TakeOverRequest<'a> {
+    /// The record to take over.
+    pub id: RecordId<'a>,
+    /// The token of the abandoned claim, as a claim found it.
+    pub expected: Token,
+    /// The new owner's token.
+    pub token: Token,
+    /// `lease_end = now + lease_ms`.
+    pub lease_ms: u64,
+    /// `expires_at = lease_end + ttl_ms`.
+    pub ttl_ms: u64,
+}
+
+/// What `take_over` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TakeOver {
+    /// The claim now holds the new token, with a fresh lease ending at `lease_end` (store
+    /// clock); the record keeps its key, tenant, scope and fingerprint.
+    Acquired {
+        /// When the new lease ends, on the store's clock.
+        lease_end: i64,
+    },
+    /// Nothing changed: the record is no longer an abandoned claim of the expected token
+    /// (another caller took it over, or it was completed, released or expired). The record as
+    /// found, if there is a live one.
+    Lost(Option<Record>),
+    /// The store does not implement take-over; the claim stays abandoned.
+    Unsupported,
+}
+
+/// What [`settle_key`] did with one key's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySettled {
+    /// Released or recorded as asked.
+    Done,
+    /// No live record under that key (and tenant).
+    NotFound,
+    /// The record is completed with a known outcome; nothing changed.
+    Completed(Record),
+    /// The record is in progress and its lease has not ended (its owner may still be running);
+    /// nothing changed. Pass `force` to settle it anyway.
+    Live(Record),
+    /// The record changed while it was being settled; nothing changed.
+    Changed,
+}
+
+impl KeySettled {
+    /// A sentence for a face to show: what happened to `key`.
+    pub fn describe(&self, key: &str) -> String {
+        match self {
+            KeySettled::Done => format!("the record of key {key} was settled"),
+            KeySettled::NotFound => format!(
+                "there is no record of key {key} (under this tenant) to settle: it expired, was released, or never existed"
+            ),
+            KeySettled::Completed(_) => format!(
+                "the record of key {key} is completed with a known outcome; releasing or resolving it would override that outcome, so nothing changed"
+            ),
+            KeySettled::Live(_) => format!(
+                "the record of key {key} is in progress and its lease has not ended: its owner may still be running. Wait until it is abandoned, or force it"
+            ),
+            KeySettled::Changed => format!(
+                "the record of key {key} changed while it was being settled (another call claimed or completed it); nothing changed, look at it again"
+            ),
+        }
+    }
+}
+
+/// The operator action on one key, in-process (SPEC v1.1 rule 12): releases the unfinished
+/// record of `id` (abandoned, a held failure, or with `force` one still in progress) so that
+/// the next call runs, or records an outcome for it (`resolution`). A completed record with a
+/// known outcome is never overridden. Acts by the record's token, so a record that changes
+/// meanwhile is left alone ([`KeySettled::Changed`]).
+pub async fn settle_key(
+    store: &dyn Store,
+    id: RecordId<'_>,
+    resolution: &Resolution,
+    force: bool,
+) -> Result<KeySettled, StoreError> {
+    let (record, now) = store.get(id).await?;
+    let Some(record) = record else {
+        return Ok(KeySettled::NotFound);
+    };
+    match record.status(now) {
+        Status::Completed if !record.is_held() => return Ok(KeySettled::Completed(record)),
+        Status::InProgress if !force => return Ok(KeySettled::Live(record)),
+        _ => {}
+    }
+    Ok(match store.resolve(id, record.token, resolution).await? {
+        Resolved::Done => KeySettled::Done,
+        Resolved::NotFound => KeySettled::NotFound,
+        Resolved::AlreadyCompleted(r) => KeySettled::Completed(r),
+        Resolved::TokenMismatch(_) => KeySettled::Changed,
+    })
+}
+
 /// Which records `list` returns.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListFilter {
@@ -259,6 +357,17 @@ pub trait Store: Send + Sync + 'static {
         expected: Token,
         resolution: &Resolution,
     ) -> Result<Resolved, StoreError>;
+
+    /// Moves an abandoned claim (in progress, `lease_end <= now`, not expired) that holds
+    /// `request.expected` to `request.token`, with `claimed_at = now`, a fresh lease and
+    /// expiry, in one atomic operation: of many concurrent take-overs exactly one wins (SPEC
+    /// v1.1 rule 12). Used only for tools whose upstream honours the `Idempotency-Key`.
+    ///
+    /// The default answers [`TakeOver::Unsupported`]: the claim stays abandoned, as in v1.
+    async fn take_over(&self, request: &TakeOverRequest<'_>) -> Result<TakeOver, StoreError> {
+        let _ = request;
+        Ok(TakeOver::Unsupported)
+    }
 
     /// Deletes the record `id`, whatever its state (operators); answers whether there was a live
     /// one. Every other record, of this key under another tenant too, is left alone.

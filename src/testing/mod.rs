@@ -20,6 +20,7 @@ use crate::key::{derive_key, Key, KeyInput, KeyScope};
 use crate::record::{Failure, Outcome, Record, RecordState, Status, Token};
 use crate::store::{
     Claim, ClaimReply, ClaimRequest, Completion, ListFilter, RecordId, Resolution, Resolved, Store,
+    TakeOver, TakeOverRequest,
 };
 
 /// Lease used where a check needs a lease to end.
@@ -116,6 +117,8 @@ where
     a_failure_of_another_payload_is_not_replaced_when_checked(make_store().await).await;
     a_held_failure_is_kept_never_replaced_and_resolvable(make_store().await).await;
     lease_end_makes_a_claim_abandoned_and_never_taken_over(make_store().await).await;
+    concurrent_take_overs_of_an_abandoned_claim_have_exactly_one_winner(make_store().await).await;
+    take_over_moves_only_an_abandoned_claim_of_the_expected_token(make_store().await).await;
     late_complete_turns_abandoned_into_completed(make_store().await).await;
     expired_records_are_invisible_and_free(make_store().await).await;
     tenants_are_separate(make_store().await).await;
@@ -614,6 +617,173 @@ pub async fn lease_end_makes_a_claim_abandoned_and_never_taken_over(store: Arc<d
     }
     let (record, now) = store.get(id).await.unwrap();
     assert_eq!(record.unwrap().status(now), Status::Abandoned);
+}
+
+fn take_over_request<'a>(id: RecordId<'a>, expected: Token, token: Token) -> TakeOverRequest<'a> {
+    TakeOverRequest {
+        id,
+        expected,
+        token,
+        lease_ms: LONG_MS,
+        ttl_ms: LONG_MS,
+    }
+}
+
+/// 16 concurrent take-overs of one abandoned claim (SPEC v1.1 rule 12): exactly one moves the
+/// owner token; the others change nothing and see the winner's claim. The old holder can no
+/// longer settle it; the winner can.
+pub async fn concurrent_take_overs_of_an_abandoned_claim_have_exactly_one_winner(
+    store: Arc<dyn Store>,
+) {
+    let key = random_key();
+    let tenant = random_tenant();
+    let holder = Token::random();
+    {
+        let id = RecordId {
+            tenant: Some(&tenant),
+            key: &key,
+        };
+        claim(&store, id, holder, SHORT_LEASE_MS, LONG_MS).await;
+    }
+    tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS + 150)).await;
+    let start = Arc::new(tokio::sync::Barrier::new(16));
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let (store, start, tenant) = (store.clone(), start.clone(), tenant.clone());
+        tasks.push(tokio::spawn(async move {
+            let token = Token::random();
+            start.wait().await;
+            let id = RecordId {
+                tenant: Some(&tenant),
+                key: &key,
+            };
+            let answer = store.take_over(&take_over_request(id, holder, token)).await;
+            (token, answer)
+        }));
+    }
+    let mut winners = Vec::new();
+    let mut losers = Vec::new();
+    for task in tasks {
+        let (token, answer) = task.await.expect("take-over task");
+        match answer.unwrap_or_else(|e| panic!("{}: take_over failed: {e}", name(&store))) {
+            TakeOver::Acquired { .. } => winners.push(token),
+            TakeOver::Lost(found) => losers.push(found),
+            TakeOver::Unsupported => panic!(
+                "{}: take_over is not implemented; SPEC v1.1 rule 12 needs it as one atomic operation",
+                name(&store)
+            ),
+        }
+    }
+    assert_eq!(
+        winners.len(),
+        1,
+        "{}: one take-over of an abandoned claim among 16",
+        name(&store)
+    );
+    let winner = winners[0];
+    for found in losers {
+        let found = found.unwrap_or_else(|| panic!("{}: a loser saw no record", name(&store)));
+        assert_eq!(
+            found.token,
+            winner,
+            "{}: a loser sees the winner",
+            name(&store)
+        );
+    }
+    let id = RecordId {
+        tenant: Some(&tenant),
+        key: &key,
+    };
+    let (record, now) = store.get(id).await.unwrap();
+    let record = record.expect("the taken-over record");
+    assert_eq!(record.token, winner, "{}", name(&store));
+    assert_eq!(record.status(now), Status::InProgress, "{}", name(&store));
+    assert_eq!(record.scope, "conformance_tool", "{}", name(&store));
+    let other = claim(&store, id, Token::random(), LONG_MS, LONG_MS).await;
+    assert!(
+        matches!(other.claim, Claim::InProgress(ref r) if r.token == winner),
+        "{}: a claim after the take-over waits for the winner: {:?}",
+        name(&store),
+        other.claim
+    );
+    assert!(
+        matches!(
+            store
+                .complete(id, holder, &success("1"), LONG_MS)
+                .await
+                .unwrap(),
+            Completion::NotOwner(_)
+        ),
+        "{}: the old holder no longer owns the claim",
+        name(&store)
+    );
+    assert_eq!(
+        store
+            .complete(id, winner, &success("2"), LONG_MS)
+            .await
+            .unwrap(),
+        Completion::Recorded,
+        "{}",
+        name(&store)
+    );
+    store.forget(Some(&tenant)).await.unwrap();
+}
+
+/// A take-over changes nothing unless the record is an abandoned claim of the expected token:
+/// not a live claim, not another token, not a completed record, not a missing one.
+pub async fn take_over_moves_only_an_abandoned_claim_of_the_expected_token(store: Arc<dyn Store>) {
+    let key = random_key();
+    let id = RecordId {
+        tenant: None,
+        key: &key,
+    };
+    let lost = |answer: TakeOver, what: &str| {
+        assert!(
+            matches!(answer, TakeOver::Lost(_)),
+            "{}: {what}: {answer:?}",
+            name(&store)
+        )
+    };
+    lost(
+        store
+            .take_over(&take_over_request(id, Token::random(), Token::random()))
+            .await
+            .unwrap(),
+        "no record",
+    );
+    let holder = Token::random();
+    claim(&store, id, holder, LONG_MS, LONG_MS).await;
+    lost(
+        store
+            .take_over(&take_over_request(id, holder, Token::random()))
+            .await
+            .unwrap(),
+        "a live claim",
+    );
+    store.release(id, holder).await.unwrap();
+    claim(&store, id, holder, SHORT_LEASE_MS, LONG_MS).await;
+    tokio::time::sleep(Duration::from_millis(SHORT_LEASE_MS + 150)).await;
+    lost(
+        store
+            .take_over(&take_over_request(id, Token::random(), Token::random()))
+            .await
+            .unwrap(),
+        "another token",
+    );
+    store
+        .complete(id, holder, &success("1"), LONG_MS)
+        .await
+        .unwrap();
+    lost(
+        store
+            .take_over(&take_over_request(id, holder, Token::random()))
+            .await
+            .unwrap(),
+        "a completed record",
+    );
+    let (record, _) = store.get(id).await.unwrap();
+    assert_eq!(record.unwrap().token, holder, "{}", name(&store));
+    store.delete(id).await.unwrap();
 }
 
 /// `complete(T)` works after the lease ended: a late outcome turns abandoned into completed.

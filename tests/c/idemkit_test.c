@@ -702,6 +702,52 @@ static void an_abandoned_claim_is_indeterminate_until_a_late_outcome(void) {
     idemkit_store_free(store);
 }
 
+static void one_key_is_released_or_resolved_in_process(void) {
+    idemkit_store *store = memory_store();
+    idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_HASH_INPUT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
+    policy.lease_seconds = 1;
+    idemkit_tool *tool = make_tool("charge", &policy, 0);
+    idemkit_call *holder = NULL, *call = NULL;
+    idemkit_begin_result r;
+    bool settled = true;
+    char key[65];
+    EXPECT_STATUS(begin(store, tool, "{\"amount\":6}", &holder, &r), IDEMKIT_STATUS_OK);
+    snprintf(key, sizeof key, "%s", r.key);
+    idemkit_begin_result_clear(&r);
+    /* A live claim is left alone unless forced. */
+    EXPECT_STATUS(idemkit_store_release_key(store, NULL, key, false, &settled), IDEMKIT_STATUS_INVALID_ARGUMENT);
+    EXPECT(strstr(last_message(), "in progress") != NULL, "names why: %s", last_message());
+    EXPECT(!settled, "nothing released");
+    sleep_ms(1200); /* past the 1 s lease: abandoned */
+    EXPECT_STATUS(begin(store, tool, "{\"amount\":6}", &call, &r), IDEMKIT_STATUS_INDETERMINATE);
+    EXPECT(strstr(last_message(), "idemkit_store_release_key") != NULL, "advice: %s", last_message());
+    idemkit_begin_result_clear(&r);
+    EXPECT_STATUS(idemkit_store_release_key(store, NULL, key, false, &settled), IDEMKIT_STATUS_OK);
+    EXPECT(settled, "released");
+    EXPECT_STATUS(idemkit_store_release_key(store, NULL, key, false, &settled), IDEMKIT_STATUS_OK);
+    EXPECT(!settled, "no record left");
+    /* Released: the next call runs; leave it abandoned again and record its outcome instead. */
+    EXPECT_STATUS(begin(store, tool, "{\"amount\":6}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(call != NULL, "runs again");
+    idemkit_begin_result_clear(&r);
+    sleep_ms(1200);
+    EXPECT_STATUS(idemkit_store_resolve_key(store, NULL, key, "{\"charged\":6}", 60, &settled), IDEMKIT_STATUS_OK);
+    EXPECT(settled, "resolved");
+    idemkit_call_free(call);
+    call = NULL;
+    EXPECT_STATUS(begin(store, tool, "{\"amount\":6}", &call, &r), IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS, "answer %d", (int)r.answer);
+    EXPECT(r.result_json && strcmp(r.result_json, "{\"charged\":6}") == 0, "the recorded outcome");
+    idemkit_begin_result_clear(&r);
+    /* A known outcome is never overridden; a bad key is refused. */
+    EXPECT_STATUS(idemkit_store_release_key(store, NULL, key, true, &settled), IDEMKIT_STATUS_INVALID_ARGUMENT);
+    EXPECT_STATUS(idemkit_store_release_key(store, NULL, "nope", false, &settled), IDEMKIT_STATUS_INVALID_ARGUMENT);
+    EXPECT_STATUS(idemkit_store_release_key(store, NULL, key, false, NULL), IDEMKIT_STATUS_NULL_POINTER);
+    idemkit_call_free(holder);
+    idemkit_tool_free(tool);
+    idemkit_store_free(store);
+}
+
 static void a_result_over_the_store_limit_answers_outcome_too_large(void) {
     idemkit_store_options options;
     EXPECT_STATUS(idemkit_store_options_default(&options, sizeof options), IDEMKIT_STATUS_OK);
@@ -1913,6 +1959,7 @@ int main(int argc, char **argv) {
     run("a waiter gets the outcome of the call it waited for", a_waiter_gets_the_outcome_of_the_call_it_waited_for);
     run("an abandoned claim is indeterminate until a late outcome",
         an_abandoned_claim_is_indeterminate_until_a_late_outcome);
+    run("one key is released or resolved in-process", one_key_is_released_or_resolved_in_process);
     run("a result over the store limit answers outcome_too_large",
         a_result_over_the_store_limit_answers_outcome_too_large);
     run("EXPLICIT, UUID and NONE", explicit_keys_uuid_and_none);

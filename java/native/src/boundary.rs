@@ -22,6 +22,9 @@ pub enum Failure {
     NullHandle(&'static str),
     /// An argument Java should never pass (a bug in the binding).
     IllegalArgument(String),
+    /// An operation refused in the state it found (an operator action on a record it must not
+    /// change): Java gets an `IllegalStateException` with the core's message.
+    IllegalState(String),
     /// A JNI call failed; if it threw, that exception is already pending.
     Jni(jni::errors::Error),
 }
@@ -37,7 +40,7 @@ impl std::fmt::Display for Failure {
         match self {
             Failure::Idemkit(e) | Failure::Keyed(e, _) => write!(f, "{e}"),
             Failure::NullHandle(what) => write!(f, "{what} is closed (native handle 0)"),
-            Failure::IllegalArgument(m) => f.write_str(m),
+            Failure::IllegalArgument(m) | Failure::IllegalState(m) => f.write_str(m),
             Failure::Jni(e) => write!(f, "JNI call failed: {e}"),
         }
     }
@@ -90,6 +93,10 @@ impl<T: Default> ErrorPolicy<T, Failure> for ThrowJava {
             ),
             Failure::IllegalArgument(message) => env.throw_new(
                 jni_str!("java/lang/IllegalArgumentException"),
+                JNIString::from(message),
+            ),
+            Failure::IllegalState(message) => env.throw_new(
+                jni_str!("java/lang/IllegalStateException"),
                 JNIString::from(message),
             ),
             Failure::Jni(error) => throw_internal(env, &format!("JNI call failed: {error}")),
@@ -231,7 +238,8 @@ fn throw_idemkit(
         | E::StoreUnavailable { tool, .. }
         | E::OutcomeTooLarge { tool, .. }
         | E::Timeout { tool, .. }
-        | E::PayloadMismatch { tool, .. } => (Some(tool.as_str()), None, None),
+        | E::PayloadMismatch { tool, .. }
+        | E::UpstreamPayloadMismatch { tool, .. } => (Some(tool.as_str()), None, None),
         E::CachedFailure {
             tool,
             error_type,

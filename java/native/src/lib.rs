@@ -177,6 +177,7 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_toolNew<'l>(
     retry: JLongArray<'l>,
     retry_on: JObjectArray<'l, JString<'l>>,
     reject_payload_mismatch: jboolean,
+    upstream_honors_key: jboolean,
 ) -> jlong {
     entry(&mut env, |env| {
         ops::tool_new(
@@ -196,6 +197,7 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_toolNew<'l>(
             &retry,
             &retry_on,
             reject_payload_mismatch,
+            upstream_honors_key,
         )
     })
 }
@@ -246,6 +248,48 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_report<'l>(
             &message,
             &types,
         )
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_reportExchange<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    attempt: jlong,
+    error_type: JString<'l>,
+    message: JString<'l>,
+    types: JObjectArray<'l, JString<'l>>,
+    exchange: jint,
+    status: jint,
+    key_sent: jboolean,
+) -> JString<'l> {
+    entry(&mut env, |env| {
+        ops::report_exchange(
+            env,
+            attempt,
+            &error_type,
+            &message,
+            &types,
+            exchange,
+            status,
+            key_sent,
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_storeSettleKey<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+    tenant: JString<'l>,
+    key: JString<'l>,
+    result: JString<'l>,
+    ttl_seconds: jlong,
+    force: jboolean,
+) -> jboolean {
+    entry(&mut env, |env| {
+        ops::store_settle_key(env, store, &tenant, &key, &result, ttl_seconds, force)
     })
 }
 

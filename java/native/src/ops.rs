@@ -9,10 +9,11 @@ use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use std::time::Duration;
 
 use idemkit::error::{Setting, StoreOperation};
-use idemkit::store::StoreOptions;
+use idemkit::store::{settle_key, KeySettled, RecordId, Resolution, StoreOptions};
 use idemkit::{
-    Answer, BodyReport, CallContext, Effect, Error, Executor, Failure as BodyFailure, KeyStrategy,
-    Policy, RawInput, Recording, RetryBehavior, RetryPolicy, Step, SuppliedKey, Tool,
+    Answer, BodyReport, CallContext, Effect, Error, Exchange, Executor, Failure as BodyFailure,
+    KeyStrategy, Outcome, Policy, RawInput, Recording, RetryBehavior, RetryPolicy, Step,
+    SuppliedKey, Tool,
 };
 use jni::objects::ReleaseMode;
 use jni::objects::{JByteArray, JLongArray, JObjectArray, JString};
@@ -289,6 +290,7 @@ pub(crate) fn tool_new(
     retry: &JLongArray<'_>,
     retry_on: &JObjectArray<'_, JString<'_>>,
     reject_payload_mismatch: bool,
+    upstream_honors_key: bool,
 ) -> Result<jlong> {
     let name = string(env, name)?.unwrap_or_default();
     let strategy_name = string(env, strategy)?.unwrap_or_default();
@@ -309,7 +311,8 @@ pub(crate) fn tool_new(
         .with_effect(effect)
         .with_no_effect_errors(strings(env, no_effect)?.unwrap_or_default())
         .with_permanent_errors(strings(env, permanent)?.unwrap_or_default())
-        .with_reject_payload_mismatch(reject_payload_mismatch);
+        .with_reject_payload_mismatch(reject_payload_mismatch)
+        .with_upstream_honors_key(upstream_honors_key);
     let retry = if retry.is_null() {
         None
     } else {
@@ -650,6 +653,16 @@ pub(crate) fn report<'l>(
         let mut guard = locked(handle);
         drive(handle.executor.report(&mut guard, report))
     };
+    answered(env, handle, reported)
+}
+
+/// Translates the executor's answer to a report: an error is thrown; a retry leaves its pause
+/// for `attemptRetryPause`; otherwise null, or the detail of an outcome not settled yet.
+fn answered<'l>(
+    env: &mut Env<'l>,
+    handle: &AttemptHandle,
+    reported: idemkit::Reported,
+) -> Result<JString<'l>> {
     match reported.answer {
         Answer::Error(error) => Err(Failure::Idemkit(error)),
         Answer::Retry(pause) => {
@@ -662,6 +675,120 @@ pub(crate) fn report<'l>(
             Recording::Failed(detail) => JString::from_str(env, detail)?,
             _ => JString::default(),
         }),
+    }
+}
+
+/// What a failed exchange came to, as `NativeBridge.EXCHANGE_*` codes (mirrored there).
+const EXCHANGE_NOT_SENT: jint = 0;
+const EXCHANGE_NO_ANSWER: jint = 1;
+const EXCHANGE_ANSWERED: jint = 2;
+
+/// Reports a failed exchange with an upstream (`Executor::report_exchange`): Java says what it
+/// saw — nothing written, no answer, or a status — and whether the request carried the key; the
+/// core decides whether it is sent again and how the claim is settled. Answers as `report`: an
+/// error is thrown (the timeout, a held failure, the upstream's payload mismatch); a resend
+/// leaves its pause for `attemptRetryPause`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn report_exchange<'l>(
+    env: &mut Env<'l>,
+    attempt: jlong,
+    error_type: &JString<'_>,
+    message: &JString<'_>,
+    types: &JObjectArray<'_, JString<'_>>,
+    exchange: jint,
+    status: jint,
+    key_sent: bool,
+) -> Result<JString<'l>> {
+    let handle = handles::attempt(attempt)?;
+    handle.retry_after_ms.store(-1, Ordering::Relaxed);
+    let exchange = match exchange {
+        EXCHANGE_NOT_SENT => Exchange::NotSent,
+        EXCHANGE_NO_ANSWER => Exchange::NoAnswer,
+        EXCHANGE_ANSWERED => Exchange::Answered(u16::try_from(status).map_err(|_| {
+            Failure::IllegalArgument(format!("HTTP status {status} is out of range"))
+        })?),
+        other => {
+            return Err(Failure::IllegalArgument(format!(
+                "exchange code {other} is not one of NativeBridge.EXCHANGE_*; a binding bug"
+            )))
+        }
+    };
+    let failure = BodyFailure::new(
+        string(env, error_type)?.unwrap_or_default(),
+        string(env, message)?.unwrap_or_default(),
+    );
+    let types = strings(env, types)?.unwrap_or_else(|| vec![failure.error_type.clone()]);
+    let reported = {
+        let mut guard = locked(handle);
+        drive(
+            handle
+                .executor
+                .report_exchange(&mut guard, &failure, &types, exchange, key_sent),
+        )
+    };
+    answered(env, handle, reported)
+}
+
+/// `IdempotencyStore.releaseKey`/`resolveKey`: the operator action on one key, in-process
+/// (`idemkit::store::settle_key`). `result` null releases; otherwise it is the JSON outcome to
+/// record, kept `ttl_seconds`. Answers true when settled, false when there was no record; a
+/// refusal (a known outcome, a live claim without `force`, a record that changed meanwhile) is
+/// an `IllegalStateException` with the core's sentence.
+pub(crate) fn store_settle_key(
+    env: &mut Env<'_>,
+    store: jlong,
+    tenant: &JString<'_>,
+    key: &JString<'_>,
+    result: &JString<'_>,
+    ttl_seconds: jlong,
+    force: bool,
+) -> Result<bool> {
+    let store = handles::store(store)?;
+    let tenant = string(env, tenant)?.map(|t| idemkit::key::nfc(&t).into_owned());
+    let hex = string(env, key)?.unwrap_or_default();
+    let key: idemkit::Key = hex.parse().map_err(|e| {
+        Failure::IllegalArgument(format!(
+            "key `{hex}` is not a 64-hex idemkit key ({e}); pass the key an exception or IdempotencyContext.key() names"
+        ))
+    })?;
+    let resolution = match string(env, result)? {
+        None => Resolution::Release,
+        Some(json) => {
+            let outcome = Outcome::success(&json).map_err(|e| {
+                Failure::IllegalArgument(format!(
+                    "the result to record for key {hex} is not one JSON value: {e}"
+                ))
+            })?;
+            Resolution::Complete {
+                outcome,
+                ttl_ms: seconds("resolveKey", "ttlSeconds", ttl_seconds)?.as_millis() as u64,
+            }
+        }
+    };
+    let id = RecordId {
+        tenant: tenant.as_deref(),
+        key: &key,
+    };
+    let settled = idemkit::runtime::block_on(settle_key(
+        store.executor.store().as_ref(),
+        id,
+        &resolution,
+        force,
+    ))
+    .map_err(|e| {
+        store_error(
+            StoreOperation::SettleKey {
+                key: hex.clone(),
+                tenant: tenant.clone(),
+            },
+            &store,
+            e,
+        )
+    })?;
+    match settled {
+        KeySettled::Done => Ok(true),
+        KeySettled::NotFound => Ok(false),
+        refused => Err(Failure::IllegalState(refused.describe(&hex))),
     }
 }
 

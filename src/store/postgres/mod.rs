@@ -60,7 +60,7 @@ pub use self::sql::{
 use super::{
     checked_timeout, nfc, redact_url, repeated_resolution, take_url_settings, Claim, ClaimReply,
     ClaimRequest, Completion, ListFilter, Page, RecordId, Resolution, Resolved, Store,
-    StoreOptions, DEFAULT_MAX_OUTCOME_BYTES, MAX_POOL_SIZE, MAX_SPAN_MS,
+    StoreOptions, TakeOver, TakeOverRequest, DEFAULT_MAX_OUTCOME_BYTES, MAX_POOL_SIZE, MAX_SPAN_MS,
 };
 use crate::error::StoreError;
 use crate::record::{Outcome, Record, RecordState, Status, Token, RECORD_FORMAT};
@@ -532,6 +532,59 @@ impl Store for PostgresStore {
             "the record kept changing while it was being resolved in {}; try again",
             self.url
         )))
+    }
+
+    async fn take_over(&self, request: &TakeOverRequest<'_>) -> Result<TakeOver, StoreError> {
+        // A rare action (an abandoned claim of a key-honouring tool): one UPDATE, not prepared
+        // with the hot statements. Of concurrent take-overs the first locks the row; the others
+        // re-check the WHERE on its new version (READ COMMITTED), find another token and change
+        // nothing.
+        let sql = format!(
+            "WITH now AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp()) AS t)
+UPDATE {} AS u SET token = $4::text, claimed_at = now.t,
+  lease_end = now.t + $5::bigint * interval '1 millisecond', ttl_ms = $6::bigint,
+  expires_at = now.t + ($5::bigint + $6::bigint) * interval '1 millisecond'
+FROM now
+WHERE u.tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END)
+  AND u.key = $2::text AND u.token = $3::text AND u.state = 'in_progress'
+  AND u.lease_end <= now.t AND u.expires_at > now.t
+RETURNING (extract(epoch from u.lease_end) * 1000)::bigint",
+            self.table
+        );
+        let key = request.id.key.hex();
+        let expected = request.expected.hex();
+        let token = request.token.hex();
+        let lease_ms = request.lease_ms.min(MAX_SPAN_MS) as i64;
+        let ttl_ms = request.ttl_ms.min(MAX_SPAN_MS) as i64;
+        let tenant = request.id.tenant;
+        let row = self
+            .run(true, |s| {
+                let (sql, key, expected, token) = (&sql, &key, &expected, &token);
+                async move {
+                    s.client
+                        .query_opt(
+                            sql.as_str(),
+                            &[&tenant, key, expected, token, &lease_ms, &ttl_ms],
+                        )
+                        .await
+                }
+            })
+            .await?;
+        if let Some(row) = row {
+            let lease_end: i64 = row.try_get(0).map_err(corrupt)?;
+            return Ok(TakeOver::Acquired { lease_end });
+        }
+        // Not taken. A statement sent again after a broken connection finds its own take-over
+        // landed: the record holds this very token.
+        let (record, _) = self.get(request.id).await?;
+        Ok(match record {
+            Some(r) if r.token == request.token && r.state == RecordState::InProgress => {
+                TakeOver::Acquired {
+                    lease_end: r.lease_end,
+                }
+            }
+            other => TakeOver::Lost(other),
+        })
     }
 
     async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {

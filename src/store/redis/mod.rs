@@ -64,11 +64,11 @@ pub use self::layout::{glob_escape, tenant_segment};
 use self::layout::{is_record_suffix, ListCursor};
 use self::pool::{broken_connection, Connection};
 pub use self::scripts::sources as script_sources;
-use self::scripts::{CLAIM, COMPLETE, GET, PURGE_ONE, RELEASE, RESOLVE};
+use self::scripts::{CLAIM, COMPLETE, GET, PURGE_ONE, RELEASE, RESOLVE, TAKE_OVER};
 use super::{
     checked_timeout, newest_first, nfc, redact_url, repeated_resolution, take_url_settings, Claim,
     ClaimReply, ClaimRequest, Completion, ListFilter, Page, RecordId, Resolution, Resolved, Store,
-    StoreOptions, DEFAULT_MAX_OUTCOME_BYTES, MAX_SPAN_MS,
+    StoreOptions, TakeOver, TakeOverRequest, DEFAULT_MAX_OUTCOME_BYTES, MAX_SPAN_MS,
 };
 use crate::error::StoreError;
 use crate::record::{Outcome, Record, Token, RECORD_FORMAT};
@@ -484,6 +484,49 @@ impl Store for RedisStore {
             })
             .await?;
         Ok(deleted == 1)
+    }
+
+    async fn take_over(&self, request: &TakeOverRequest<'_>) -> Result<TakeOver, StoreError> {
+        let key = self.record_key(request.id);
+        let expected = request.expected.hex();
+        let token = request.token.hex();
+        let lease_ms = request.lease_ms.min(MAX_SPAN_MS);
+        let ttl_ms = request.ttl_ms.min(MAX_SPAN_MS);
+        // Sent again on a broken connection like every operation: should the first one have
+        // landed, the second finds the record held by this very token, which is the take-over
+        // done.
+        let value: Value = self
+            .run(|mut c| {
+                let mut invocation = TAKE_OVER.key(&key);
+                invocation
+                    .arg(&expected)
+                    .arg(&token)
+                    .arg(lease_ms)
+                    .arg(ttl_ms);
+                async move { invocation.invoke_async(&mut c).await }
+            })
+            .await?;
+        let (answer, _, rest) = reply(value)?;
+        match answer.as_str() {
+            "acquired" => Ok(TakeOver::Acquired {
+                lease_end: number(rest.first().unwrap_or(&Value::Nil))?,
+            }),
+            "lost" if rest.is_empty() => Ok(TakeOver::Lost(None)),
+            "lost" => {
+                let record = record_in(rest)?;
+                Ok(if record.token == request.token {
+                    TakeOver::Acquired {
+                        lease_end: record.lease_end,
+                    }
+                } else {
+                    TakeOver::Lost(Some(record))
+                })
+            }
+            other => Err(StoreError::Corrupt(format!(
+                "unexpected take-over answer {other:?} from {}",
+                self.url
+            ))),
+        }
     }
 
     async fn get(&self, id: RecordId<'_>) -> Result<(Option<Record>, i64), StoreError> {

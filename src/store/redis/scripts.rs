@@ -30,13 +30,18 @@ pub(super) static GET: Lazy<Script> = Lazy::new(|| script(include_str!("scripts/
 /// outcome kind, ttl_ms]. Answers `{answer, now[, record]}`.
 pub(super) static RESOLVE: Lazy<Script> = Lazy::new(|| script(include_str!("scripts/resolve.lua")));
 
+/// Take over: KEYS = [record]; ARGV = [expected token, new token, lease_ms, ttl_ms]. Answers
+/// `{'acquired', now, lease_end}` or `{'lost', now[, record]}` (SPEC v1.1 rule 12).
+pub(super) static TAKE_OVER: Lazy<Script> =
+    Lazy::new(|| script(include_str!("scripts/take_over.lua")));
+
 /// Purge one: KEYS = [record]. Deletes the record if it is expired but still present (native
 /// expiry normally gets there first); answers 1 if it did.
 pub(super) static PURGE_ONE: Lazy<Script> =
     Lazy::new(|| script(include_str!("scripts/purge_one.lua")));
 
 /// Every script's full text (the prelude, then its body), by name: `claim`, `complete`,
-/// `release`, `get`, `resolve`, `purge_one`. One text for every client: the Java face's Jedis
+/// `release`, `get`, `resolve`, `take_over`, `purge_one`. One text for every client: the Java face's Jedis
 /// store (`RedisIdempotencyStore(RedisClient)`) runs these very scripts.
 pub fn sources() -> Vec<(&'static str, String)> {
     [
@@ -45,6 +50,7 @@ pub fn sources() -> Vec<(&'static str, String)> {
         ("release", include_str!("scripts/release.lua")),
         ("get", include_str!("scripts/get.lua")),
         ("resolve", include_str!("scripts/resolve.lua")),
+        ("take_over", include_str!("scripts/take_over.lua")),
         ("purge_one", include_str!("scripts/purge_one.lua")),
     ]
     .into_iter()

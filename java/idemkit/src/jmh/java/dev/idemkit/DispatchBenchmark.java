@@ -118,7 +118,7 @@ public class DispatchBenchmark {
         dedupe.call(tools, input);
 
         storeHandle = store.handle.acquire();
-        toolHandle = NativeBridge.toolNew("book", "HASH_INPUT", 3600, "RETURN_CACHED", false, new String[0], 300, 0, null, "IDEMPOTENT", new String[0], new String[0], null, null, false);
+        toolHandle = NativeBridge.toolNew("book", "HASH_INPUT", 3600, "RETURN_CACHED", false, new String[0], 300, 0, null, "IDEMPOTENT", new String[0], new String[0], null, null, false, false);
         encoded = JsonInput.ofValue(input, "book");
         context = new NativeContext("acme", null);
         // The dispatcher's call above recorded this key (same scope, tenant and input): a replay.

@@ -1,7 +1,9 @@
 package dev.idemkit;
 
 import java.io.IOException;
+import java.net.ConnectException;
 import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
@@ -17,11 +19,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Sends the request of one web-service call, the body of its idempotent call: the default headers
- * and the call's {@code Idempotency-Key}, transport retries of 5xx responses and transport errors
- * under the same key, and the action's deadline over all of it. A 2xx body is read as the action's
- * return type; anything else is a {@link WebServiceException}, and an exchange cut at the deadline
- * an {@link IdempotencyTimeoutException} whose claim stays in progress.
+ * Sends one request of a web-service call, the body of its idempotent call: the default headers,
+ * the call's {@code Idempotency-Key} and the body's {@code Content-Type}, bounded by the action's
+ * deadline. A 2xx body is read as the action's return type. Anything else is a {@link
+ * WebServiceException} that says what was seen — nothing written to the connection, no answer, or a
+ * status — for the core to decide whether the request is sent again and how the claim is settled
+ * (SPEC v1.1 rule 12); this class never decides that. An exchange cut at the deadline is an {@link
+ * IdempotencyTimeoutException} whose claim stays in progress.
  */
 final class HttpExchange {
     private static final System.Logger LOG = System.getLogger("dev.idemkit");
@@ -34,17 +38,13 @@ final class HttpExchange {
      */
     private static final long BODY_GRACE_MS = 50;
 
-    private static final long MAX_BACKOFF_MS = 30_000;
-
     final HttpClient client;
 
     /** Whether the executor created {@link #client} (then it closes it, where the JDK can). */
     private final boolean ownsClient;
 
     private final Map<String, List<String>> headers;
-    private final boolean setsContentType;
-    private final int maxAttempts;
-    private final long backoffMs;
+    private final String contentType;
 
     /** The key as an RFC 8941 string ({@code "9f86d0..."}) rather than bare. */
     private final boolean quotedKey;
@@ -53,16 +53,23 @@ final class HttpExchange {
             HttpClient client,
             boolean ownsClient,
             Map<String, List<String>> headers,
-            int maxAttempts,
-            long backoffMs,
             boolean quotedKey) {
         this.client = client;
         this.ownsClient = ownsClient;
         this.headers = headers;
-        this.setsContentType = headers.keySet().stream().anyMatch("Content-Type"::equalsIgnoreCase);
-        this.maxAttempts = maxAttempts;
-        this.backoffMs = backoffMs;
+        String type = null;
+        for (Map.Entry<String, List<String>> header : headers.entrySet()) {
+            if (header.getKey().equalsIgnoreCase("Content-Type") && !header.getValue().isEmpty()) {
+                type = header.getValue().get(0);
+            }
+        }
+        this.contentType = type;
         this.quotedKey = quotedKey;
+    }
+
+    /** The {@code Content-Type} default header, or null. */
+    String contentType() {
+        return contentType;
     }
 
     /** Closes the client if it was created here and the JDK can close one (21 and later). */
@@ -80,25 +87,17 @@ final class HttpExchange {
     }
 
     /**
-     * The pause before attempt {@code attempt} (2, 3, ...): the backoff, doubled each time, at most
-     * 30 s.
-     */
-    private long pauseBefore(int attempt) {
-        long pause = backoffMs;
-        for (int i = 2; i < attempt && pause < MAX_BACKOFF_MS; i++) {
-            pause *= 2;
-        }
-        return Math.min(pause, MAX_BACKOFF_MS);
-    }
-
-    /**
-     * Sends the request (with transport retries under one key); the body of the idempotent call.
+     * Sends the request once; the body of the idempotent call.
+     *
+     * @param attempt which request of the call this is (1, 2, ...): the core runs the body again
+     *     when it decides the request may be sent again
      */
     WebServiceResponse<Object> send(
             RegisteredAction a,
             RequestTemplate.Request request,
             IdempotencyContext context,
-            long started) {
+            long started,
+            int attempt) {
         String key = context.key();
         HttpRequest.Builder builder = HttpRequest.newBuilder(request.uri);
         for (Map.Entry<String, List<String>> header : headers.entrySet()) {
@@ -111,124 +110,120 @@ final class HttpExchange {
             builder.header(KEY_HEADER, quotedKey ? "\"" + key + "\"" : key);
         }
         if (request.body != null) {
-            if (!setsContentType) {
-                builder.header("Content-Type", "application/json");
+            if (contentType == null) {
+                builder.header("Content-Type", a.mediaType());
             }
             builder.method(a.method.name(), HttpRequest.BodyPublishers.ofByteArray(request.body));
         } else {
             builder.method(a.method.name(), HttpRequest.BodyPublishers.noBody());
         }
-        // Repeating a POST or PATCH that carries no key could repeat its effect: only one attempt.
-        int attempts = sendsKey || a.method.idempotentByDefinition() ? maxAttempts : 1;
         long deadline =
                 a.timeoutMs > 0
                         ? started + TimeUnit.MILLISECONDS.toNanos(a.timeoutMs)
                         : Long.MAX_VALUE;
         String uri = request.uri.toString();
-        for (int attempt = 1; ; attempt++) {
-            long remaining =
-                    deadline == Long.MAX_VALUE
-                            ? Long.MAX_VALUE
-                            : TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-            if (remaining <= 0) {
-                WebServiceException late =
-                        failure(
-                                a,
-                                uri,
-                                0,
-                                "",
-                                key,
-                                attempt - 1,
-                                "did not start its request within" + " timeoutMs = " + a.timeoutMs,
-                                new HttpTimeoutException("deadline passed"));
-                if (attempt == 1) {
-                    // Nothing was sent: release the claim as for a body that never ran.
-                    throw new IdempotentInvoker.NotRun(late);
-                }
-                throw late;
+        long remaining =
+                deadline == Long.MAX_VALUE
+                        ? Long.MAX_VALUE
+                        : TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+        if (remaining <= 0) {
+            WebServiceException late =
+                    failure(
+                            a,
+                            uri,
+                            0,
+                            "",
+                            key,
+                            attempt - 1,
+                            "did not start its request within timeoutMs = " + a.timeoutMs,
+                            new HttpTimeoutException("deadline passed"));
+            if (attempt == 1) {
+                // Nothing was sent: release the claim as for a body that never ran.
+                throw new IdempotentInvoker.NotRun(late);
             }
-            if (remaining != Long.MAX_VALUE) {
-                builder.timeout(Duration.ofMillis(remaining));
+            throw late.observed(NativeBridge.EXCHANGE_NOT_SENT, sendsKey);
+        }
+        if (remaining != Long.MAX_VALUE) {
+            builder.timeout(Duration.ofMillis(remaining));
+        }
+        HttpResponse<byte[]> response;
+        try {
+            response = exchange(builder.build(), remaining);
+        } catch (IOException transport) {
+            // Cut at the call's deadline: the request may have reached the service, so the
+            // outcome is unknown. SPEC v1.1 rule 3: the claim stays in progress (neither recorded
+            // nor released) and reads as abandoned once its lease ends. (A connect timeout of the
+            // client's own, with time left, is a transport error like any other.)
+            boolean timedOut =
+                    transport instanceof HttpTimeoutException
+                            && !(transport instanceof HttpConnectTimeoutException)
+                            && deadline != Long.MAX_VALUE
+                            && deadline - System.nanoTime() <= TimeUnit.MILLISECONDS.toNanos(5);
+            if (timedOut) {
+                throw new IdempotentInvoker.OutcomeUnknown(
+                        cutAtDeadline(a, uri, key, attempt, transport));
             }
-            HttpResponse<byte[]> response;
+            // Nothing was written when the connection was never made: the service never saw it.
+            boolean unsent =
+                    transport instanceof ConnectException
+                            || transport instanceof HttpConnectTimeoutException;
+            throw failure(
+                            a,
+                            uri,
+                            0,
+                            "",
+                            key,
+                            attempt,
+                            unsent
+                                    ? "could not connect (" + transport + "); nothing was sent"
+                                    : "got no response (" + transport + ")",
+                            transport)
+                    .observed(
+                            unsent
+                                    ? NativeBridge.EXCHANGE_NOT_SENT
+                                    : NativeBridge.EXCHANGE_NO_ANSWER,
+                            sendsKey);
+        } catch (InterruptedException interrupted) {
+            Thread.currentThread().interrupt();
+            throw failure(
+                    a,
+                    uri,
+                    0,
+                    "",
+                    key,
+                    attempt,
+                    "was interrupted while waiting for its response",
+                    interrupted);
+        }
+        int status = response.statusCode();
+        Charset charset = charset(response);
+        if (status >= 200 && status < 300) {
+            Object value;
             try {
-                response = exchange(builder.build(), remaining);
-            } catch (IOException transport) {
-                // Cut at the call's deadline: the request may have reached the service, so the
-                // outcome is unknown. SPEC §3: the claim stays in progress (neither recorded nor
-                // released) and reads as abandoned once its lease ends. (A connect timeout of the
-                // client's own, with time left, is a transport error like any other.)
-                boolean timedOut =
-                        transport instanceof HttpTimeoutException
-                                && deadline != Long.MAX_VALUE
-                                && deadline - System.nanoTime() <= TimeUnit.MILLISECONDS.toNanos(5);
-                if (timedOut) {
-                    throw new IdempotentInvoker.OutcomeUnknown(
-                            cutAtDeadline(a, uri, key, attempt, transport));
-                }
-                String what = "got no response (" + transport + ")";
-                if (attempt < attempts && pause(pauseBefore(attempt + 1), deadline)) {
-                    LOG.log(
-                            System.Logger.Level.DEBUG,
-                            "idemkit: `{0}` {1}; retrying under key {2}",
-                            a.name,
-                            what,
-                            key);
-                    continue;
-                }
-                throw failure(a, uri, 0, "", key, attempt, what, transport);
-            } catch (InterruptedException interrupted) {
-                Thread.currentThread().interrupt();
+                value = a.read(response.body(), charset);
+            } catch (IOException unreadable) {
+                String body = new String(response.body(), StandardCharsets.UTF_8);
                 throw failure(
                         a,
                         uri,
-                        0,
-                        "",
+                        status,
+                        body,
                         key,
                         attempt,
-                        "was interrupted while waiting for its response",
-                        interrupted);
+                        "answered "
+                                + status
+                                + " with a body that does not read as "
+                                + a.returnType.toCanonical()
+                                + " ("
+                                + unreadable.getMessage()
+                                + ")",
+                        unreadable);
             }
-            int status = response.statusCode();
-            Charset charset = charset(response);
-            if (status >= 200 && status < 300) {
-                Object value;
-                try {
-                    value = a.read(response.body(), charset);
-                } catch (IOException unreadable) {
-                    String body = new String(response.body(), StandardCharsets.UTF_8);
-                    throw failure(
-                            a,
-                            uri,
-                            status,
-                            body,
-                            key,
-                            attempt,
-                            "answered "
-                                    + status
-                                    + " with a body that does"
-                                    + " not read as "
-                                    + a.returnType.toCanonical()
-                                    + " ("
-                                    + unreadable.getMessage()
-                                    + ")",
-                            unreadable);
-                }
-                return WebServiceResponse.fresh(
-                        value, status, response.headers(), attempt, context);
-            }
-            String body = new String(response.body(), charset);
-            if (status >= 500 && attempt < attempts && pause(pauseBefore(attempt + 1), deadline)) {
-                LOG.log(
-                        System.Logger.Level.DEBUG,
-                        "idemkit: `{0}` answered {1}; retrying under key {2}",
-                        a.name,
-                        status,
-                        key);
-                continue;
-            }
-            throw failure(a, uri, status, body, key, attempt, "answered " + status, null);
+            return WebServiceResponse.fresh(value, status, response.headers(), attempt, context);
         }
+        String body = new String(response.body(), charset);
+        throw failure(a, uri, status, body, key, attempt, "answered " + status, null)
+                .observed(NativeBridge.EXCHANGE_ANSWERED, sendsKey);
     }
 
     /** An exchange cut at the deadline: its outcome is unknown and its claim stays in progress. */
@@ -242,8 +237,15 @@ final class HttpExchange {
                         : " under key "
                                 + key
                                 + "; the outcome is unknown (the request may have reached the service), so"
-                                + " the claim stays in progress until its lease (leaseSeconds) ends or an operator resolves it"
-                                + " with `idemkit resolve`: a retry waits for it, then gets IndeterminateOutcomeException";
+                                + " the claim stays in progress until its lease (leaseSeconds) ends"
+                                + (a.honorsKey
+                                        ? ": a retry waits for it; after the lease a call of the same request takes the"
+                                                + " claim over and sends it again under the same key (the upstream honours"
+                                                + " the key and answers from its own record)"
+                                        : ": a retry waits for it, then gets IndeterminateOutcomeException until an"
+                                                + " operator settles this one key: store.releaseKey(tenant, key) or"
+                                                + " store.resolveKey(tenant, key, json) in-process, or `idemkit resolve`"
+                                                + " for a shared store");
         return new IdempotencyTimeoutException(
                 a.method
                         + " "
@@ -321,24 +323,6 @@ final class HttpExchange {
                 throw (Error) cause;
             }
             throw new IOException(cause);
-        }
-    }
-
-    /** Sleeps before a retry; false (and no sleep) when the pause would end past the deadline. */
-    private static boolean pause(long ms, long deadline) {
-        if (deadline != Long.MAX_VALUE
-                && System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms) >= deadline) {
-            return false;
-        }
-        if (ms <= 0) {
-            return true;
-        }
-        try {
-            Thread.sleep(ms);
-            return true;
-        } catch (InterruptedException interrupted) {
-            Thread.currentThread().interrupt();
-            return false;
         }
     }
 

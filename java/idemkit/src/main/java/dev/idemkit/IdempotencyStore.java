@@ -46,6 +46,61 @@ public interface IdempotencyStore extends AutoCloseable {
     long forget(String tenant);
 
     /**
+     * Releases the unfinished record of one key, so that the next call with that key runs (SPEC
+     * v1.1 rule 12): an abandoned claim (its lease ended without an outcome, e.g. after an {@link
+     * IdempotencyTimeoutException}) or a failure held as indeterminate ({@link
+     * IndeterminateOutcomeException}). The in-process counterpart of {@code idemkit resolve
+     * --release}, for the in-memory store too; {@link #forget} would drop the whole tenant. A claim
+     * whose lease has not ended is left alone (its owner may still be running): see {@link
+     * #releaseKey(String, String, boolean)}.
+     *
+     * @param tenant the record's tenant ({@link IdempotencyException} messages and {@link
+     *     IdempotencyContext#tenant()} name it), or {@code null} for none
+     * @param key the 64-hex key ({@link IdempotencyException#key()})
+     * @return true when released, false when there is no live record of the key
+     * @throws IllegalStateException the record is completed with a known outcome, still in
+     *     progress, or changed meanwhile; nothing changed, and the message says which
+     * @throws IllegalArgumentException the key is not a 64-hex key
+     */
+    default boolean releaseKey(String tenant, String key) {
+        return releaseKey(tenant, key, false);
+    }
+
+    /**
+     * {@link #releaseKey(String, String)}; with {@code force}, also a claim still in progress (when
+     * you know its owner is gone).
+     *
+     * @param tenant the record's tenant, or {@code null} for none
+     * @param key the 64-hex key
+     * @param force release a live claim too
+     * @return true when released, false when there is no live record of the key
+     */
+    default boolean releaseKey(String tenant, String key, boolean force) {
+        throw new UnsupportedOperationException(
+                getClass().getName() + " does not settle single keys");
+    }
+
+    /**
+     * Records {@code resultJson} as the outcome of one key whose record is unfinished (abandoned,
+     * or a failure held as indeterminate), kept {@code ttlSeconds}: repeats get it as the
+     * remembered result, as if the call had succeeded. Use it when you found out (e.g. from the
+     * upstream's dashboard) what the call did.
+     *
+     * @param tenant the record's tenant, or {@code null} for none
+     * @param key the 64-hex key
+     * @param resultJson the result, one JSON value as the action's or tool's return type reads it
+     * @param ttlSeconds how long the outcome is kept, more than 0
+     * @return true when recorded, false when there is no live record of the key
+     * @throws IllegalStateException the record is completed, still in progress, or changed
+     *     meanwhile; nothing changed
+     * @throws IllegalArgumentException the key is not a 64-hex key, the result not one JSON value
+     */
+    default boolean resolveKey(String tenant, String key, String resultJson, long ttlSeconds) {
+        throw new UnsupportedOperationException(
+                getClass().getName() + " does not settle single keys");
+    }
+
+    /**
      * Deletes expired records now (they are invisible anyway); answers how many.
      *
      * @return how many records were deleted

@@ -11,8 +11,11 @@ package dev.idemkit;
  *   <li>A {@link WebService} exchange was cut at the deadline (no response in time): the request
  *       may or may not have reached the service, so the outcome is unknown and, as SPEC §3 says of
  *       a body that overruns, the claim stays in progress: a retry waits for it, and once its lease
- *       ends gets {@link IndeterminateOutcomeException} until an operator resolves the record
- *       ({@code idemkit resolve}) or it expires. (With {@code UUID} or {@code NONE} there is no
+ *       ends gets {@link IndeterminateOutcomeException} until the key is settled — in-process with
+ *       {@link IdempotencyStore#releaseKey(String, String)} or {@link IdempotencyStore#resolveKey},
+ *       or with {@code idemkit resolve} — or its record expires. For an action declaring {@link
+ *       WebService#honorsIdempotencyKey()}, a call after the lease takes the claim over instead and
+ *       sends the request again under the same key. (With {@code UUID} or {@code NONE} there is no
  *       claim.) A response that arrives just after the deadline is recorded as for a tool.
  * </ul>
  */

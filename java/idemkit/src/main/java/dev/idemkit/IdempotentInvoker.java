@@ -188,26 +188,51 @@ final class IdempotentInvoker {
                 } catch (Throwable thrown) {
                     reported = true;
                     try {
-                        report(
-                                tool,
-                                attempt,
-                                NativeBridge.BODY_FAILED,
-                                null,
-                                thrown.getClass().getName(),
-                                String.valueOf(thrown.getMessage()),
-                                Registrar.typeNamesOf(thrown));
-                    } catch (IdempotencyTimeoutException | IndeterminateOutcomeException answered) {
-                        // The core's answer instead of the body's exception: the timeout, or a
-                        // held failure (EFFECTFUL); the body's exception is its cause.
-                        answered.initCause(thrown);
+                        WebServiceException exchange =
+                                thrown instanceof WebServiceException
+                                                && ((WebServiceException) thrown).exchange() >= 0
+                                        ? (WebServiceException) thrown
+                                        : null;
+                        if (exchange != null) {
+                            // A failed exchange with an upstream: the core decides from what was
+                            // seen whether it is sent again (SPEC v1.1 rule 12).
+                            detail(
+                                    tool,
+                                    NativeBridge.reportExchange(
+                                            attempt,
+                                            thrown.getClass().getName(),
+                                            String.valueOf(thrown.getMessage()),
+                                            Registrar.typeNamesOf(thrown),
+                                            exchange.exchange(),
+                                            exchange.status(),
+                                            exchange.keySent()));
+                        } else {
+                            report(
+                                    tool,
+                                    attempt,
+                                    NativeBridge.BODY_FAILED,
+                                    null,
+                                    thrown.getClass().getName(),
+                                    String.valueOf(thrown.getMessage()),
+                                    Registrar.typeNamesOf(thrown));
+                        }
+                    } catch (IdempotencyTimeoutException
+                            | IndeterminateOutcomeException
+                            | PayloadMismatchException answered) {
+                        // The core's answer instead of the body's exception: the timeout, a held
+                        // failure (EFFECTFUL), or the upstream's payload mismatch; the body's
+                        // exception is its cause.
+                        if (answered.getCause() == null) {
+                            answered.initCause(thrown);
+                        }
                         throw answered;
                     }
                     long pause = NativeBridge.attemptRetryPause(attempt);
                     if (pause < 0) {
                         throw rethrow(thrown);
                     }
-                    // The core retries this failure (SPEC v1.1 rule 8): pause, then claim the
-                    // same key again; the attempt holds no claim until then.
+                    // The core retries this failure (SPEC v1.1 rule 8), or sends the request
+                    // again keeping the claim (rule 12): pause, then advance the same call.
                     reported = false;
                     try {
                         Thread.sleep(pause);
@@ -287,7 +312,8 @@ final class IdempotentInvoker {
             String errorType,
             String message,
             String[] types) {
-        String detail =
+        detail(
+                tool,
                 NativeBridge.report(
                         attempt,
                         body,
@@ -295,7 +321,11 @@ final class IdempotentInvoker {
                         json == null ? 0 : json.length,
                         errorType,
                         message,
-                        types);
+                        types));
+    }
+
+    /** Logs an outcome the core has not settled yet (a detail answered by a report). */
+    private static void detail(NativeTool tool, String detail) {
         if (detail != null) {
             LOG.log(
                     System.Logger.Level.WARNING,

@@ -1,8 +1,11 @@
 package dev.idemkit;
 
 /**
- * The key's claim was abandoned (its lease ended without an outcome): the effect may or may not
- * have happened, so an operator has to resolve the record. Nothing was run.
+ * The key's claim was abandoned (its lease ended without an outcome), or an {@link
+ * Effect#EFFECTFUL} failure is held: the effect may or may not have happened, so somebody has to
+ * settle the key — {@link IdempotencyStore#releaseKey(String, String)} (the next call runs) or
+ * {@link IdempotencyStore#resolveKey} (repeats get the result) in-process, or {@code idemkit
+ * resolve} — or its record expires. Nothing was run.
  */
 public class IndeterminateOutcomeException extends IdempotencyException {
     private static final long serialVersionUID = 1L;

@@ -110,7 +110,8 @@ final class NativeBridge {
             String[] permanent,
             long[] retry,
             String[] retryOn,
-            boolean rejectPayloadMismatch);
+            boolean rejectPayloadMismatch,
+            boolean upstreamHonorsKey);
 
     static native void toolDestroy(long tool);
 
@@ -192,6 +193,37 @@ final class NativeBridge {
             String errorType,
             String message,
             String[] types);
+
+    /** What a failed exchange came to, for {@link #reportExchange} (mirrored in {@code ops.rs}). */
+    static final int EXCHANGE_NOT_SENT = 0;
+
+    static final int EXCHANGE_NO_ANSWER = 1;
+    static final int EXCHANGE_ANSWERED = 2;
+
+    /**
+     * Reports a failed exchange with an upstream: what was seen ({@link #EXCHANGE_NOT_SENT}:
+     * nothing written; {@link #EXCHANGE_NO_ANSWER}; {@link #EXCHANGE_ANSWERED} with {@code status})
+     * and whether the request carried the key. The core decides whether it is sent again (then
+     * {@link #attemptRetryPause} answers the pause and the claim is kept) and how the claim is
+     * settled (SPEC v1.1 rule 12); answers and throws as {@link #report}.
+     */
+    static native String reportExchange(
+            long attempt,
+            String errorType,
+            String message,
+            String[] types,
+            int exchange,
+            int status,
+            boolean keySent);
+
+    /**
+     * The operator action on one key: releases its unfinished record ({@code result} null) or
+     * records {@code result} (JSON) for {@code ttlSeconds}. Answers false when there is no record;
+     * throws {@link IllegalStateException} when the record must not be changed (a known outcome, a
+     * live claim without {@code force}, a record that changed meanwhile).
+     */
+    static native boolean storeSettleKey(
+            long store, String tenant, String key, String result, long ttlSeconds, boolean force);
 
     /**
      * After {@link #report}: the pause in ms before advancing the same call again and running its

@@ -80,6 +80,29 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
     }
 
     @Override
+    public boolean releaseKey(String tenant, String key, boolean force) {
+        return settleKey(tenant, key, null, 0, force);
+    }
+
+    @Override
+    public boolean resolveKey(String tenant, String key, String resultJson, long ttlSeconds) {
+        java.util.Objects.requireNonNull(resultJson, "resultJson");
+        return settleKey(tenant, key, resultJson, ttlSeconds, false);
+    }
+
+    private boolean settleKey(
+            String tenant, String key, String resultJson, long ttlSeconds, boolean force) {
+        java.util.Objects.requireNonNull(key, "key");
+        long h = handle.acquire();
+        try {
+            return NativeBridge.storeSettleKey(h, tenant, key, resultJson, ttlSeconds, force);
+        } finally {
+            handle.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    @Override
     public long purgeExpired() {
         long h = handle.acquire();
         try {

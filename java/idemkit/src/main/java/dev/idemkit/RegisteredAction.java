@@ -46,6 +46,7 @@ final class RegisteredAction {
     final HttpMethod method;
     final ParamType paramType;
     final long timeoutMs;
+    final boolean honorsKey;
     final KeyStrategy strategy;
     final IdempotencyKeySupplier supplier;
     final IdempotentInvoker.NativeTool nativeTool;
@@ -63,6 +64,7 @@ final class RegisteredAction {
             HttpMethod method,
             ParamType paramType,
             long timeoutMs,
+            boolean honorsKey,
             KeyStrategy strategy,
             IdempotencyKeySupplier supplier,
             IdempotentInvoker.NativeTool nativeTool,
@@ -75,6 +77,7 @@ final class RegisteredAction {
         this.method = method;
         this.paramType = paramType;
         this.timeoutMs = timeoutMs;
+        this.honorsKey = honorsKey;
         this.strategy = strategy;
         this.supplier = supplier;
         this.nativeTool = nativeTool;
@@ -128,8 +131,16 @@ final class RegisteredAction {
      * Reads a {@link WebService} method and builds its native tool (the core validates the policy).
      *
      * @param baseUri what a relative endpoint is resolved against, or null
+     * @param contentType the executor's default {@code Content-Type} header, or null
+     * @param retry how the core may resend the action's request within one call, or null
      */
-    static RegisteredAction of(Object role, Method method, String baseUri, ObjectMapper mapper) {
+    static RegisteredAction of(
+            Object role,
+            Method method,
+            String baseUri,
+            ObjectMapper mapper,
+            String contentType,
+            RetryPolicy retry) {
         WebService ws = method.getAnnotation(WebService.class);
         String name = ws.name().isEmpty() ? method.getName() : ws.name();
         String where =
@@ -169,7 +180,8 @@ final class RegisteredAction {
             }
         }
 
-        RequestTemplate template = RequestTemplate.of(where, name, ws, params.keySet(), baseUri);
+        RequestTemplate template =
+                RequestTemplate.of(where, name, ws, params.keySet(), baseUri, contentType);
 
         JavaType returnType = mapper.getTypeFactory().constructType(method.getGenericReturnType());
         Class<?> rawReturn = returnType.getRawClass();
@@ -179,13 +191,19 @@ final class RegisteredAction {
 
         IdempotentInvoker.NativeTool nativeTool =
                 Registrar.nativeTool(
-                        name, policy, ws.timeoutMs(), params.keySet().toArray(new String[0]), null);
+                        name,
+                        policy,
+                        ws.timeoutMs(),
+                        params.keySet().toArray(new String[0]),
+                        retry,
+                        ws.honorsIdempotencyKey());
         return new RegisteredAction(
                 name,
                 ws.description(),
                 ws.method(),
                 ws.paramType(),
                 ws.timeoutMs(),
+                ws.honorsIdempotencyKey(),
                 strategy,
                 supplier,
                 nativeTool,
@@ -200,9 +218,19 @@ final class RegisteredAction {
         return params.keySet();
     }
 
-    /** Whether the request has a JSON body. */
+    /** Whether the request has a body. */
     boolean hasBody() {
         return template.hasBody();
+    }
+
+    /** The host (and port) requests go to, or null when the endpoint has none fixed. */
+    String host() {
+        return template.host();
+    }
+
+    /** The media type of the request body ({@link BodyEncoding}). */
+    String mediaType() {
+        return template.mediaType();
     }
 
     /**

@@ -241,6 +241,20 @@ final class Registrar {
             long timeoutMs,
             String[] parameters,
             RetryPolicy retry) {
+        return nativeTool(name, policy, timeoutMs, parameters, retry, false);
+    }
+
+    /**
+     * {@link #nativeTool(String, Idempotent, long, String[], RetryPolicy)} for an action whose
+     * upstream may honour the {@code Idempotency-Key} (SPEC v1.1 rule 12).
+     */
+    static IdempotentInvoker.NativeTool nativeTool(
+            String name,
+            Idempotent policy,
+            long timeoutMs,
+            String[] parameters,
+            RetryPolicy retry,
+            boolean upstreamHonorsKey) {
         Idempotent p = policy == null ? DEFAULT_POLICY : policy;
         long ttl = policy == null ? NativeBridge.DEFAULT_TTL_SECONDS : policy.ttlSeconds();
         long lease = policy == null ? NativeBridge.DEFAULT_LEASE_SECONDS : policy.leaseSeconds();
@@ -260,7 +274,8 @@ final class Registrar {
                         typeNames(p.permanent()),
                         retry == null ? null : retry.nativeNumbers(),
                         retry == null ? null : retry.nativeRetryOn(),
-                        p.rejectPayloadMismatch());
+                        p.rejectPayloadMismatch(),
+                        upstreamHonorsKey);
         return new IdempotentInvoker.NativeTool(name, p.strategy(), handle);
     }
 

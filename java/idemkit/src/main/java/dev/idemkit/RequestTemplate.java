@@ -22,8 +22,9 @@ import java.util.regex.Pattern;
 /**
  * The request of a {@link WebService} action: its endpoint cut at its {@code {name}} placeholders,
  * where each parameter goes ({@link ParamType}), and how a call's input becomes a URI (placeholders
- * and query components percent-encoded) and a JSON body. Endpoints are checked when the action is
- * registered; nothing here touches the store or the network.
+ * and query components percent-encoded) and a body (a JSON object or a form, {@link BodyEncoding}).
+ * Endpoints are checked when the action is registered; nothing here touches the store or the
+ * network.
  */
 final class RequestTemplate {
     private static final Pattern ABSOLUTE = Pattern.compile("^[A-Za-z][A-Za-z0-9+.-]*://.*");
@@ -50,14 +51,17 @@ final class RequestTemplate {
     private final Set<String> pathNames;
     private final ParamType paramType;
     private final boolean hasBody;
+    private final BodyEncoding encoding;
 
     private RequestTemplate(
             String name,
             List<String> parts,
             List<String> parameters,
             Set<String> pathNames,
-            ParamType paramType) {
+            ParamType paramType,
+            BodyEncoding encoding) {
         this.name = name;
+        this.encoding = encoding;
         this.parts = parts;
         this.parameters = parameters;
         this.pathNames = pathNames;
@@ -75,9 +79,15 @@ final class RequestTemplate {
      *
      * @param where "web-service action `name` (Class.method)", for messages
      * @param baseUri what a relative endpoint is resolved against, or null
+     * @param contentType the {@code Content-Type} every request carries (a default header), or null
      */
     static RequestTemplate of(
-            String where, String name, WebService ws, Set<String> parameters, String baseUri) {
+            String where,
+            String name,
+            WebService ws,
+            Set<String> parameters,
+            String baseUri,
+            String contentType) {
         String endpoint = ws.endpoint().trim();
         if (endpoint.isEmpty()) {
             throw new IllegalArgumentException(
@@ -160,12 +170,64 @@ final class RequestTemplate {
                             + httpMethod
                             + " request has no body; use paramType = QUERY or PATH");
         }
+        BodyEncoding encoding = ws.bodyEncoding();
+        if (encoding == BodyEncoding.FORM && paramType != ParamType.BODY) {
+            throw new IllegalArgumentException(
+                    where
+                            + " has bodyEncoding = FORM but paramType = "
+                            + paramType
+                            + ", which sends no body; use paramType = BODY, or drop bodyEncoding");
+        }
+        boolean sendsBody = paramType == ParamType.BODY && parameters.size() > pathNames.size();
+        if (sendsBody && contentType != null) {
+            String media = contentType.split(";", 2)[0].trim();
+            if (!media.equalsIgnoreCase(encoding.mediaType())) {
+                throw new IllegalArgumentException(
+                        where
+                                + " writes its body as "
+                                + encoding
+                                + " ("
+                                + encoding.mediaType()
+                                + "), but the executor's default header Content-Type is `"
+                                + contentType
+                                + "`: the server would read the body wrongly. Set @WebService(bodyEncoding = "
+                                + (media.equalsIgnoreCase(BodyEncoding.FORM.mediaType())
+                                        ? "BodyEncoding.FORM"
+                                        : "...")
+                                + ") to match, or drop the Content-Type header (the executor sets it"
+                                + " from the encoding)");
+            }
+        }
         return new RequestTemplate(
                 name,
                 Collections.unmodifiableList(parts),
                 Collections.unmodifiableList(new ArrayList<>(parameters)),
                 Collections.unmodifiableSet(pathNames),
-                paramType);
+                paramType,
+                encoding);
+    }
+
+    /**
+     * The endpoint's host and port ({@code api.stripe.com}), or null when a placeholder is in it.
+     */
+    String host() {
+        String first = parts.get(0);
+        if (parts.size() > 1
+                && first.indexOf("://") >= 0
+                && first.indexOf('/', first.indexOf("://") + 3) < 0) {
+            return null;
+        }
+        try {
+            URI uri = new URI(parts.size() > 1 ? first + "x" : first);
+            return uri.getPort() < 0 ? uri.getHost() : uri.getHost() + ":" + uri.getPort();
+        } catch (URISyntaxException e) {
+            return null;
+        }
+    }
+
+    /** The media type of the body this template writes. */
+    String mediaType() {
+        return encoding.mediaType();
     }
 
     /** Cuts {@code a/{x}/b} into {@code ["a/", "x", "/b"]}; refuses unbalanced or empty braces. */
@@ -273,6 +335,15 @@ final class RequestTemplate {
             if (query.length() > 0) {
                 uri.append(hasQuery ? '&' : '?').append(query);
             }
+        } else if (hasBody && encoding == BodyEncoding.FORM) {
+            StringBuilder form = new StringBuilder();
+            for (Iterator<Map.Entry<String, JsonNode>> it = input.fields(); it.hasNext(); ) {
+                Map.Entry<String, JsonNode> member = it.next();
+                if (!pathNames.contains(member.getKey())) {
+                    formPairs(form, member.getKey(), member.getValue(), member.getKey());
+                }
+            }
+            body = form.toString().getBytes(StandardCharsets.US_ASCII);
         } else if (hasBody) {
             ObjectNode members = JsonWire.objectNode();
             for (Iterator<Map.Entry<String, JsonNode>> it = input.fields(); it.hasNext(); ) {
@@ -284,6 +355,34 @@ final class RequestTemplate {
             body = JsonWire.bytes(members);
         }
         return new Request(URI.create(uri.toString()), body);
+    }
+
+    /**
+     * One member as form pairs: a scalar as {@code name=value}, an object as {@code
+     * name[member]=...}, a list as {@code name[0]=...} (Stripe's convention), a null left out.
+     */
+    private static void formPairs(StringBuilder form, String name, JsonNode value, String member) {
+        if (value == null || value.isNull()) {
+            return;
+        }
+        if (value.isObject()) {
+            for (Iterator<Map.Entry<String, JsonNode>> it = value.fields(); it.hasNext(); ) {
+                Map.Entry<String, JsonNode> inner = it.next();
+                formPairs(form, name + "[" + inner.getKey() + "]", inner.getValue(), member);
+            }
+            return;
+        }
+        if (value.isArray()) {
+            int i = 0;
+            for (JsonNode item : value) {
+                formPairs(form, name + "[" + i++ + "]", item, member);
+            }
+            return;
+        }
+        if (form.length() > 0) {
+            form.append('&');
+        }
+        form.append(encode(name, member)).append('=').append(encode(scalar(value), member));
     }
 
     private static void pair(StringBuilder query, String member, JsonNode value) {

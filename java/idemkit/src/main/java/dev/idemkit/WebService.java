@@ -51,10 +51,40 @@ public @interface WebService {
     ParamType paramType() default ParamType.BODY;
 
     /**
+     * How the {@link ParamType#BODY} parameters are written: a JSON object (default) or a form
+     * ({@code application/x-www-form-urlencoded}, as Stripe takes it). A {@code Content-Type}
+     * default header that names another media type is refused when the action is registered.
+     *
+     * @return the body's encoding; default {@link BodyEncoding#JSON}
+     */
+    BodyEncoding bodyEncoding() default BodyEncoding.JSON;
+
+    /**
+     * Declares that the upstream deduplicates by the {@code Idempotency-Key} it is sent, as Stripe
+     * does: it stores its answer per key and answers a repeat of the key from that record (SPEC
+     * v1.1 rule 12). Only then may a request that reached the server be sent again under the same
+     * key, after a transport error, a 5xx or a 409 ("an earlier request with this key is still in
+     * progress"), with capped backoff within {@link #timeoutMs()}; only then may a later call of
+     * the same request take over a claim abandoned after a timeout, and send it again. A 422 or 417
+     * under the key then means the upstream holds the key for another payload: {@link
+     * PayloadMismatchException}.
+     *
+     * <p>Without it (the default) only a request that never reached the server (nothing was written
+     * to the connection) is sent again; an answer lost after that is an unknown outcome: an {@link
+     * Effect#EFFECTFUL} action holds it as indeterminate, an {@link Effect#IDEMPOTENT} one releases
+     * it. Declare it only for a service that documents this behaviour for the header form you send
+     * ({@code WebServiceExecutor.Builder#keyHeaderForm}); a server that keeps only 2xx answers
+     * (some middleware does) may act twice on a resend after a 5xx.
+     *
+     * @return whether the upstream honours the key; default {@code false}
+     */
+    boolean honorsIdempotencyKey() default false;
+
+    /**
      * One deadline in milliseconds for the store lookup, any waiting and the HTTP exchange (its
-     * transport retries included); 0 = none. Must be shorter than {@code leaseSeconds * 1000}. An
-     * exchange cut at the deadline throws {@link IdempotencyTimeoutException} and leaves its claim
-     * in progress (its outcome is unknown).
+     * resends included); 0 = none. Must be shorter than {@code leaseSeconds * 1000}. An exchange
+     * cut at the deadline throws {@link IdempotencyTimeoutException} and leaves its claim in
+     * progress (its outcome is unknown).
      *
      * @return the deadline in milliseconds, or 0 for none
      */

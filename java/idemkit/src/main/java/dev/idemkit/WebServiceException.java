@@ -37,6 +37,15 @@ public class WebServiceException extends RuntimeException {
     private final int attempts;
 
     /**
+     * What the exchange came to, for the core's decision (a {@code NativeBridge.EXCHANGE_*} code),
+     * or -1 when this is not a failed exchange (e.g. a 2xx body that does not read).
+     */
+    private transient int exchange = -1;
+
+    /** Whether the request carried the call's {@code Idempotency-Key}. */
+    private transient boolean keySent;
+
+    /**
      * A failed action. The executor raises it; the constructor is public so that tests and code
      * that wraps an executor can make one.
      *
@@ -147,5 +156,22 @@ public class WebServiceException extends RuntimeException {
             return body;
         }
         return body.substring(0, QUOTED_BODY) + "... (" + body.length() + " characters)";
+    }
+
+    /** Marks this as a failed exchange for the core: what was seen, and whether the key went. */
+    WebServiceException observed(int exchange, boolean keySent) {
+        this.exchange = exchange;
+        this.keySent = keySent;
+        return this;
+    }
+
+    /** The {@code NativeBridge.EXCHANGE_*} code of the exchange, or -1. */
+    int exchange() {
+        return exchange;
+    }
+
+    /** Whether the request carried the call's key. */
+    boolean keySent() {
+        return keySent;
     }
 }

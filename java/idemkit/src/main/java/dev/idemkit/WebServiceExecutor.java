@@ -39,9 +39,11 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>A non-2xx response, or no response before the deadline, is the action's failure: {@link
  * WebServiceException}. An exchange cut at the action's {@code timeoutMs} has an unknown outcome:
- * {@link IdempotencyTimeoutException}, and the claim stays in progress (SPEC §3). 5xx responses and
- * transport errors are retried within the call (same key) per {@link Builder#retry}; 4xx are not.
- * Views with another tenant or run come from {@link #withTenant} and {@link #withRun}. {@link
+ * {@link IdempotencyTimeoutException}, and the claim stays in progress (SPEC §3). Whether a failed
+ * request is sent again within the call is the core's decision (SPEC v1.1 rule 12, see {@link
+ * Builder#retry} and {@link WebService#honorsIdempotencyKey()}): a request that never reached the
+ * server may be; one that reached it only when the action declares that its upstream honours the
+ * key. Views with another tenant or run come from {@link #withTenant} and {@link #withRun}. {@link
  * #close()} frees the native tools (and a store and HTTP client the builder created).
  *
  * <p><b>Thread safety.</b> An executor and its views are safe to share: any number of threads may
@@ -80,13 +82,60 @@ public final class WebServiceExecutor implements AutoCloseable {
         final HttpExchange http;
         final String baseUri;
         final ObjectMapper mapper;
+        final RetryPolicy retry;
+        final KeyHeaderForm keyHeaderForm;
 
-        Registry(Registrar registrar, HttpExchange http, String baseUri, ObjectMapper mapper) {
+        Registry(
+                Registrar registrar,
+                HttpExchange http,
+                String baseUri,
+                ObjectMapper mapper,
+                RetryPolicy retry,
+                KeyHeaderForm keyHeaderForm) {
             this.registrar = registrar;
             this.http = http;
             this.baseUri = baseUri;
             this.mapper = mapper;
+            this.retry = retry;
+            this.keyHeaderForm = keyHeaderForm;
         }
+    }
+
+    /**
+     * The key header form each store has sent to each host, to warn when two executors on one store
+     * send one host two forms: the server compares the header's text, so {@code k} and {@code "k"}
+     * are two keys to it.
+     */
+    private static final Map<IdempotencyStore, Map<String, KeyHeaderForm>> HEADER_FORMS =
+            new java.util.WeakHashMap<>();
+
+    private static final System.Logger LOG = System.getLogger("dev.idemkit");
+
+    /** Notes the header form an action sends its host, warning once about a second form. */
+    private static void noteHeaderForm(
+            IdempotencyStore store, String host, KeyHeaderForm form, String action) {
+        KeyHeaderForm before;
+        synchronized (HEADER_FORMS) {
+            Map<String, KeyHeaderForm> hosts =
+                    HEADER_FORMS.computeIfAbsent(store, s -> new java.util.HashMap<>());
+            before = hosts.putIfAbsent(host, form);
+            // Warned once per host and form: the first form stays the one compared with.
+            if (before == null
+                    || before == form
+                    || hosts.putIfAbsent(host + "\u0000" + form, form) != null) {
+                return;
+            }
+        }
+        LOG.log(
+                System.Logger.Level.WARNING,
+                "idemkit: action `{0}` sends its Idempotency-Key to {1} as {2}, but another executor on"
+                        + " the same store sends that host the key as {3}. The server compares the header''s"
+                        + " text, so the two forms are two keys to it and one logical call made through both"
+                        + " executors can act twice upstream; use one keyHeaderForm per host",
+                action,
+                host,
+                form,
+                before);
     }
 
     private final Registry registry;
@@ -156,7 +205,13 @@ public final class WebServiceExecutor implements AutoCloseable {
                     for (Method method :
                             Registrar.annotatedMethods(role.getClass(), WebService.class)) {
                         RegisteredAction action =
-                                RegisteredAction.of(role, method, r.baseUri, r.mapper);
+                                RegisteredAction.of(
+                                        role,
+                                        method,
+                                        r.baseUri,
+                                        r.mapper,
+                                        r.http.contentType(),
+                                        r.retry);
                         handles.add(action.nativeTool.handle);
                         if (r.actions.containsKey(action.name)
                                 || added.putIfAbsent(action.name, action) != null) {
@@ -173,6 +228,14 @@ public final class WebServiceExecutor implements AutoCloseable {
             }
             r.registrar.adopt(handles.stream().mapToLong(Long::longValue).toArray());
             r.actions.putAll(added);
+            for (RegisteredAction action : added.values()) {
+                String host = action.host();
+                if (host != null
+                        && action.method.carriesIdempotencyKey()
+                        && action.strategy != KeyStrategy.NONE) {
+                    noteHeaderForm(r.registrar.store, host, r.keyHeaderForm, action.name);
+                }
+            }
         }
         return this;
     }
@@ -399,6 +462,8 @@ public final class WebServiceExecutor implements AutoCloseable {
             payload = input;
         }
         Registry r = registry;
+        // Requests sent so far: the core runs the body again when it resends (SPEC v1.1 rule 12).
+        int[] sent = {0};
         r.registrar.enter();
         try {
             return (WebServiceResponse<Object>)
@@ -409,7 +474,7 @@ public final class WebServiceExecutor implements AutoCloseable {
                             json,
                             payload,
                             supplied,
-                            callContext -> r.http.send(a, request, callContext, started),
+                            callContext -> r.http.send(a, request, callContext, started, ++sent[0]),
                             a.codec);
         } finally {
             r.registrar.exit();
@@ -459,8 +524,7 @@ public final class WebServiceExecutor implements AutoCloseable {
         private IdempotencyStore store;
         private HttpClient client;
         private String baseUri;
-        private int maxAttempts = 1;
-        private long backoffMs = 0;
+        private RetryPolicy retry;
         private KeyHeaderForm keyHeaderForm = KeyHeaderForm.BARE;
         private String tenant;
         private String run;
@@ -497,8 +561,9 @@ public final class WebServiceExecutor implements AutoCloseable {
 
         /**
          * The client that sends requests (timeouts per request come from {@link
-         * WebService#timeoutMs()}); default {@link HttpClient#newHttpClient()}, owned by the
-         * executor. A client given here is never closed by it.
+         * WebService#timeoutMs()}); default an HTTP/1.1 client (no {@code Upgrade: h2c} offer),
+         * owned by the executor. A client given here is used as it is (its HTTP version too) and
+         * never closed by it.
          *
          * @param client the client, shared as it is
          * @return this builder
@@ -555,11 +620,17 @@ public final class WebServiceExecutor implements AutoCloseable {
         }
 
         /**
-         * Retries a 5xx response or a transport error within one logical call, under the same key:
-         * at most {@code maxAttempts} requests, pausing {@code backoff}, then twice as long each
-         * time (at most 30 s), never past the call's deadline. 4xx responses are never retried, nor
-         * is a {@code POST}/{@code PATCH} that carries no key ({@code NONE}). Default: 1 (no
-         * retries).
+         * Lets the core send an action's request again within one logical call, under the same key
+         * and claim: at most {@code maxAttempts} requests, pausing about {@code backoff}, doubling
+         * (at most 30 s), never past the call's deadline. What may be sent again is the core's
+         * decision (SPEC v1.1 rule 12): a request that never reached the server (nothing was
+         * written: connection refused); and, only for actions declaring {@link
+         * WebService#honorsIdempotencyKey()}, one that reached it and got no answer, a 5xx or a
+         * 409. A request that reached a server that does not declare it is never sent again: its
+         * outcome is unknown ({@link Effect#EFFECTFUL} holds it as indeterminate, {@link
+         * Effect#IDEMPOTENT} releases it). A key-honouring action asks again after a 409 up to 8
+         * times (100 ms doubling to 2 s), or as often as this allows if more, within its deadline.
+         * Default: 1 (no resends but those after a 409).
          *
          * @param maxAttempts how many requests one call may send, at least 1
          * @param backoff the first pause between attempts, zero or positive
@@ -576,8 +647,21 @@ public final class WebServiceExecutor implements AutoCloseable {
                 throw new IllegalArgumentException(
                         "retry backoff must be zero or positive; it was " + backoff);
             }
-            this.maxAttempts = maxAttempts;
-            this.backoffMs = backoff.toMillis();
+            Duration cap = Duration.ofSeconds(30);
+            return retry(
+                    RetryPolicy.attempts(maxAttempts)
+                            .withBackoff(backoff, backoff.compareTo(cap) > 0 ? backoff : cap));
+        }
+
+        /**
+         * {@link #retry(int, Duration)} with a {@link RetryPolicy} (its {@code retryOn} types
+         * narrow which failures are sent again).
+         *
+         * @param policy how many requests one call may send and the pauses between them
+         * @return this builder
+         */
+        public Builder retry(RetryPolicy policy) {
+            this.retry = Objects.requireNonNull(policy, "policy");
             return this;
         }
 
@@ -651,14 +735,18 @@ public final class WebServiceExecutor implements AutoCloseable {
             headers.forEach((name, values) -> fixed.put(name, List.copyOf(values)));
             HttpExchange http =
                     new HttpExchange(
-                            client != null ? client : HttpClient.newHttpClient(),
+                            client != null
+                                    ? client
+                                    // HTTP/1.1: the JDK's default client offers every POST an
+                                    // `Upgrade: h2c`, which some servers and proxies mishandle.
+                                    : HttpClient.newBuilder()
+                                            .version(HttpClient.Version.HTTP_1_1)
+                                            .build(),
                             client == null,
                             Collections.unmodifiableMap(fixed),
-                            maxAttempts,
-                            backoffMs,
                             keyHeaderForm == KeyHeaderForm.STRUCTURED_STRING);
             Registrar registrar = new Registrar(store, "the web-service executor", http::close);
-            return new Registry(registrar, http, baseUri, m);
+            return new Registry(registrar, http, baseUri, m, retry, keyHeaderForm);
         }
 
         /**

@@ -111,6 +111,13 @@ class WebServiceExecutorTest {
             return null;
         }
 
+        @WebService(name = "charge_honored", endpoint = "/charges", honorsIdempotencyKey = true)
+        @Idempotent
+        public Receipt chargeHonored(
+                @ToolParam(name = "amount") long amount, @ToolParam(name = "note") String note) {
+            return null;
+        }
+
         @WebService(name = "slow_charge", endpoint = "/slow")
         @Idempotent
         public Receipt slowCharge(@ToolParam(name = "amount") long amount) {
@@ -123,7 +130,7 @@ class WebServiceExecutorTest {
             return null;
         }
 
-        @WebService(name = "charge_uuid", endpoint = "/charges")
+        @WebService(name = "charge_uuid", endpoint = "/charges", honorsIdempotencyKey = true)
         @Idempotent(strategy = KeyStrategy.UUID)
         public Receipt chargeUuid(@ToolParam(name = "amount") long amount) {
             return null;
@@ -400,7 +407,20 @@ class WebServiceExecutorTest {
     }
 
     @Test
-    void a_500_is_retried_under_the_same_key() {
+    void a_500_of_an_upstream_that_does_not_honour_the_key_is_not_sent_again() {
+        server.script(r -> Reply.text(500, "oops"));
+        WebServiceExecutor ws = executor(new Payments()).retry(3, Duration.ofMillis(1)).build();
+        WebServiceException e =
+                assertThrows(
+                        WebServiceException.class,
+                        () -> ws.invoke("charge", Map.of("amount", 3, "note", "x")));
+        assertEquals(500, e.status());
+        assertEquals(1, e.attempts());
+        assertEquals(1, server.count(), "a request that reached the server is never resent");
+    }
+
+    @Test
+    void a_500_is_retried_under_the_same_key_when_the_upstream_honours_it() {
         AtomicInteger seen = new AtomicInteger();
         server.script(
                 r ->
@@ -409,7 +429,8 @@ class WebServiceExecutorTest {
                                 : Reply.json(200, "{\"seq\":" + r.seq + "}"));
         WebServiceExecutor ws = executor(new Payments()).retry(2, Duration.ofMillis(5)).build();
         WebServiceResponse<Receipt> r =
-                ws.invokeForResponse("charge", Map.of("amount", 3, "note", "x"), Receipt.class);
+                ws.invokeForResponse(
+                        "charge_honored", Map.of("amount", 3, "note", "x"), Receipt.class);
         assertEquals(2, r.value().seq);
         assertEquals(2, r.attempts());
         List<Recorded> requests = server.requests();
@@ -426,7 +447,7 @@ class WebServiceExecutorTest {
         WebServiceException e =
                 assertThrows(
                         WebServiceException.class,
-                        () -> ws.invoke("charge", Map.of("amount", 3, "note", "x")));
+                        () -> ws.invoke("charge_honored", Map.of("amount", 3, "note", "x")));
         assertEquals(502, e.status());
         assertEquals("bad gateway 3", e.body());
         assertEquals(3, e.attempts());
@@ -436,7 +457,9 @@ class WebServiceExecutorTest {
                 e.getMessage());
         // Released (no cacheFailures): the next call sends again, under the same key.
         server.script(r -> Reply.json(200, "{\"seq\":" + r.seq + "}"));
-        assertEquals(4, ws.invoke("charge", Map.of("amount", 3, "note", "x"), Receipt.class).seq);
+        assertEquals(
+                4,
+                ws.invoke("charge_honored", Map.of("amount", 3, "note", "x"), Receipt.class).seq);
         assertEquals(e.key(), server.requests().get(3).single("Idempotency-Key"));
     }
 

@@ -26,12 +26,16 @@ public class PaymentsClient {
     /** The API's actions. The methods are declarations: idemkit builds and sends the requests. */
     @Idempotent(ttlSeconds = 86_400)
     public static class PaymentsApi implements IdempotencyKeySupplier {
-        // POST {baseUri}/v1/charges, body {"order":..,"amount":..,"note":..}, Idempotency-Key:
-        // <64-hex key>.
-        // The key hashes order and amount only; a declined charge (4xx) is remembered too. (A
-        // method's
-        // @Idempotent replaces its class's entirely, so ttlSeconds is repeated.)
-        @WebService(name = "create_charge", endpoint = "/v1/charges", timeoutMs = 10_000)
+        // POST {baseUri}/v1/charges, body {"order":..,"amount":..,"note":..},
+        // Idempotency-Key: <64-hex key>. The key hashes order and amount only; a declined
+        // charge (4xx) is remembered too. (A method's @Idempotent replaces its class's
+        // entirely, so ttlSeconds is repeated.) The API keeps its answer per key, as Stripe
+        // does, so a request that reached it may be sent again (honorsIdempotencyKey).
+        @WebService(
+                name = "create_charge",
+                endpoint = "/v1/charges",
+                timeoutMs = 10_000,
+                honorsIdempotencyKey = true)
         @Idempotent(
                 ttlSeconds = 86_400,
                 keyArguments = {"order", "amount"},
@@ -81,7 +85,7 @@ public class PaymentsClient {
                             .retry(
                                     3,
                                     Duration.ofMillis(
-                                            200)) // 5xx and transport errors, under the same key
+                                            200)) // resends, where the core finds them safe
                             .tenant("acme")
                             .build();
 
