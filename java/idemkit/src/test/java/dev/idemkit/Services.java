@@ -23,9 +23,9 @@ final class Services {
 
     /**
      * The in-memory store, Redis and PostgreSQL (a table made if missing), and the stores written
-     * in Java on the same servers (Jedis, JDBC), as arguments of a
-     * parameterised test ({@code name}, a {@code Supplier<IdempotencyStore>}); a server whose URL
-     * is not set aborts its case loudly. {@code what} names the tests in that message.
+     * in Java on the same servers (Jedis, JDBC), as arguments of a parameterised test ({@code
+     * name}, a {@code Supplier<IdempotencyStore>}); a server whose URL is not set aborts its case
+     * loudly. {@code what} names the tests in that message.
      */
     static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> stores(
             String what) {
