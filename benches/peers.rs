@@ -401,7 +401,7 @@ impl Face {
 
 /// How the C and Java faces run a step of a call from their caller's thread.
 fn face_block_on<F: Future>(future: F) -> F::Output {
-    idemkit::runtime::block_on(future)
+    idemkit::runtime::block_on_caller(future)
 }
 
 /// One path through the C face: p50 of one calling thread with the counters per call, then
