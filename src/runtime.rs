@@ -414,3 +414,78 @@ impl<T: Clone> LaneLocal<T> {
         Some(values.entry(lane).or_insert_with(make).clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::sync::{Arc, Barrier};
+    use std::time::Duration;
+
+    /// The two tests take all the lanes between them: one at a time.
+    static LANES_IN_USE: Mutex<()> = Mutex::new(());
+
+    #[test]
+    fn work_a_step_leaves_behind_on_its_lane_ends_after_the_caller_returned() {
+        let _lanes = LANES_IN_USE.lock().unwrap_or_else(|p| p.into_inner());
+        let (done_tx, done_rx) = mpsc::channel();
+        let lane = std::thread::spawn(move || {
+            block_on_caller(async move {
+                let lane = current_lane();
+                assert!(lane.is_some(), "a caller thread borrows a lane");
+                spawn_detached(async move {
+                    // A timer of the lane: it fires only while something drives the lane.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    done_tx.send(current_lane()).unwrap();
+                });
+                lane
+            })
+        })
+        .join()
+        .unwrap();
+        // Nobody calls again: the lane is driven by itself until its work is done.
+        let ran_on = done_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the detached work ran to its end");
+        assert_eq!(ran_on, lane, "on the lane it was left on");
+    }
+
+    #[test]
+    fn steps_beyond_the_lanes_run_on_the_shared_runtime() {
+        let _lanes = LANES_IN_USE.lock().unwrap_or_else(|p| p.into_inner());
+        let lanes = lanes();
+        let threads = lanes + 3;
+        // Every step waits until all are running at once.
+        let all_in = Arc::new(Barrier::new(threads));
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let all_in = all_in.clone();
+                std::thread::spawn(move || {
+                    block_on_caller(async move {
+                        let lane = current_lane();
+                        let on_shared = tokio::runtime::Handle::current().runtime_flavor()
+                            == tokio::runtime::RuntimeFlavor::MultiThread;
+                        // Blocking is fine here: each step is its own thread's.
+                        all_in.wait();
+                        (lane, on_shared)
+                    })
+                })
+            })
+            .collect();
+        let steps: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let mut on_lanes: Vec<u64> = steps.iter().filter_map(|(lane, _)| *lane).collect();
+        on_lanes.sort();
+        on_lanes.dedup();
+        // Each of `lanes` steps had a lane of its own (a lane the other test left driving its
+        // work could still be busy: at most `lanes`), the others ran on the shared runtime.
+        assert_eq!(
+            on_lanes.len(),
+            steps.iter().filter(|(lane, _)| lane.is_some()).count()
+        );
+        assert!(on_lanes.len() <= lanes);
+        for (lane, on_shared) in &steps {
+            assert_eq!(lane.is_none(), *on_shared);
+        }
+        assert!(steps.iter().filter(|(_, shared)| *shared).count() >= 3);
+    }
+}

@@ -64,8 +64,8 @@ use super::{
     StoreOptions, DEFAULT_MAX_OUTCOME_BYTES, MAX_POOL_SIZE, MAX_SPAN_MS,
 };
 use crate::error::StoreError;
-use crate::runtime::LaneLocal;
 use crate::record::{Outcome, Record, RecordState, Status, Token, RECORD_FORMAT};
+use crate::runtime::LaneLocal;
 
 /// How often a claim is sent again when racing claimers made its snapshot stale.
 const CLAIM_ATTEMPTS: usize = 8;
