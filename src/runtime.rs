@@ -193,6 +193,7 @@ pub fn lanes() -> usize {
 
 /// A caller lane: a single-threaded runtime that one caller at a time borrows and drives.
 struct Lane {
+    #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
     /// Unique in the process and its forked children (never reused): what [`LaneLocal`] keys by.
     id: u64,
     runtime: Runtime,
@@ -384,16 +385,19 @@ pub fn spawn_detached(task: impl Future<Output = ()> + Send + 'static) {
     }
 }
 
+#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
 /// The id of the caller lane this thread is driving, if any.
 pub(crate) fn current_lane() -> Option<u64> {
     ON_LANE.with(Cell::get).map(|lane| lane.id)
 }
 
+#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
 /// One value per caller lane (a store's connection on that lane), made on first use there.
 pub(crate) struct LaneLocal<T> {
     values: Mutex<HashMap<u64, T>>,
 }
 
+#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
 impl<T> Default for LaneLocal<T> {
     fn default() -> Self {
         LaneLocal {
@@ -402,6 +406,7 @@ impl<T> Default for LaneLocal<T> {
     }
 }
 
+#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
 impl<T: Clone> LaneLocal<T> {
     /// The value of the lane this thread is driving (made by `make` the first time), or None
     /// outside a lane.
