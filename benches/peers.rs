@@ -383,14 +383,22 @@ impl Face {
             .executor
             .prepare_raw(&self.tool, &self.context, raw)
             .expect("prepare");
-        match face_block_on(self.executor.advance(&mut attempt, None)).expect("advance") {
+        let step = face_block_on(self.executor.advance(&mut attempt, None));
+        match step.unwrap_or_else(|e| panic!("the C face's claim failed: {e}")) {
             Step::Replay(json) => assert_eq!(json, "\"msg-1\""),
             Step::Run => {
                 let reported = face_block_on(
                     self.executor
                         .report(&mut attempt, BodyReport::Succeeded("\"msg-1\"")),
                 );
-                assert!(matches!(reported.recording, Recording::Recorded));
+                match reported.recording {
+                    Recording::Recorded => {}
+                    // Not settled within the inline 100 ms: it goes on in the background.
+                    Recording::Failed(detail) if detail.contains("background") => {
+                        LATE_SETTLED.fetch_add(1, Ordering::Relaxed);
+                    }
+                    other => panic!("the C face's complete answered {other:?}"),
+                }
             }
             _ => panic!("unexpected step"),
         }
@@ -398,6 +406,10 @@ impl Face {
         drop(attempt);
     }
 }
+
+/// Completes of the C face not settled within the inline 100 ms (they go on in the background;
+/// reported, since on a loaded machine they happen).
+static LATE_SETTLED: AtomicU64 = AtomicU64::new(0);
 
 /// How the C and Java faces run a step of a call from their caller's thread.
 fn face_block_on<F: Future>(future: F) -> F::Output {
@@ -501,7 +513,8 @@ async fn measure_face(
         t.join().unwrap();
     }
     let rate = done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
-    println!("{line} ops8={rate:.0}");
+    let late = LATE_SETTLED.swap(0, Ordering::Relaxed);
+    println!("{line} ops8={rate:.0} late_settled={late}");
 }
 
 /// Both paths, peer and idemkit alternating.

@@ -136,8 +136,11 @@ if [[ -n "$BEFORE" ]]; then
     "${PG[@]}" -c "DROP TABLE IF EXISTS idemkit_peers"
 fi
 log "memory, Redis and PostgreSQL: peer and idemkit"
-cargo bench -q --bench peers --features redis,postgres -- --seconds "$SECONDS_PER_RUN" 2>/dev/null |
-    tee "$OUT/clients.txt" >&2
+if ! cargo bench -q --bench peers --features redis,postgres -- --seconds "$SECONDS_PER_RUN" 2>"$OUT/clients.err" |
+    tee "$OUT/clients.txt" >&2 || grep -q panicked "$OUT/clients.err"; then
+    cat "$OUT/clients.err" >&2
+    exit 1
+fi
 WAL_FLOOR_BEFORE=$("${PG[@]}" -c "SELECT wal_records || ' ' || wal_bytes FROM pg_stat_wal")
 pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared -c 1 -t 5000 -f "$WORK/write.sql" postgres >/dev/null 2>&1
 WAL_FLOOR_AFTER=$("${PG[@]}" -c "SELECT wal_records || ' ' || wal_bytes FROM pg_stat_wal")
