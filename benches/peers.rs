@@ -27,7 +27,10 @@ use std::time::{Duration, Instant};
 use idemkit::store::postgres::PostgresStore;
 use idemkit::store::redis::RedisStore;
 use idemkit::store::StoreOptions;
-use idemkit::{CallContext, Executor, KeyInput, MemoryStore, Policy, Store, Token, Tool};
+use idemkit::{
+    BodyReport, CallContext, Executor, KeyInput, MemoryStore, Policy, RawInput, Recording, Step,
+    Store, Token, Tool,
+};
 use sha2::{Digest, Sha256};
 
 /// A realistic small input: idemkit derives its key from it (HASH_INPUT), the peer hashes it raw.
@@ -192,13 +195,21 @@ fn server_ticks(pid: Option<&str>) -> Option<u64> {
     Some(ticks(pid) + children.split_whitespace().map(ticks).sum::<u64>())
 }
 
+/// Context switches (voluntary and not) of every live thread of this process: a handoff to a
+/// runtime worker shows up on the worker too.
 fn context_switches() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .filter(|l| l.contains("ctxt_switches:"))
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .sum()
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
+            continue;
+        };
+        total += status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    total
 }
 
 const TICK_US: f64 = 10_000.0; // USER_HZ = 100 on Linux
@@ -351,11 +362,167 @@ async fn measure(
     println!("{line} ops8={rate:.0}");
 }
 
+/// The C face's call, as `capi/src/call.rs` makes it, minus the C strings: from a plain thread
+/// (not a runtime's), `idemkit_begin` is `prepare_raw` and a blocking `advance`;
+/// `idemkit_complete` a blocking `report`; `idemkit_call_free` drops the attempt inside the
+/// library's runtime.
+#[derive(Clone)]
+struct Face {
+    executor: Executor,
+    tool: Tool,
+    context: CallContext,
+}
+
+impl Face {
+    fn call(&self, input: &str) {
+        let raw = RawInput {
+            json: Some(input),
+            supplied_key: None,
+        };
+        let mut attempt = self
+            .executor
+            .prepare_raw(&self.tool, &self.context, raw)
+            .expect("prepare");
+        let step = face_block_on(self.executor.advance(&mut attempt, None));
+        match step.unwrap_or_else(|e| panic!("the C face's claim failed: {e}")) {
+            Step::Replay(json) => assert_eq!(json, "\"msg-1\""),
+            Step::Run => {
+                let reported = face_block_on(
+                    self.executor
+                        .report(&mut attempt, BodyReport::Succeeded("\"msg-1\"")),
+                );
+                match reported.recording {
+                    Recording::Recorded => {}
+                    // Not settled within the inline 100 ms: it goes on in the background.
+                    Recording::Failed(detail) if detail.contains("background") => {
+                        LATE_SETTLED.fetch_add(1, Ordering::Relaxed);
+                    }
+                    other => panic!("the C face's complete answered {other:?}"),
+                }
+            }
+            _ => panic!("unexpected step"),
+        }
+        let _runtime = idemkit::runtime::runtime().enter();
+        drop(attempt);
+    }
+}
+
+/// Completes of the C face not settled within the inline 100 ms (they go on in the background;
+/// reported, since on a loaded machine they happen).
+static LATE_SETTLED: AtomicU64 = AtomicU64::new(0);
+
+/// How the C and Java faces run a step of a call from their caller's thread.
+fn face_block_on<F: Future>(future: F) -> F::Output {
+    idemkit::runtime::block_on_caller(future)
+}
+
+/// One path through the C face: p50 of one calling thread with the counters per call, then
+/// the calls per second of eight calling threads.
+async fn measure_face(
+    path: &str,
+    face: &Face,
+    repeats: bool,
+    counters: &dyn ServerCounters,
+    plan: &Plan,
+) {
+    let run = Token::random().hex();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let seconds = plan.seconds;
+    let caller = {
+        let (face, run) = (face.clone(), run.clone());
+        std::thread::spawn(move || {
+            for n in 0..200u64 {
+                let text = if repeats {
+                    input(0, &run)
+                } else {
+                    input(1 << 50 | n, &run)
+                };
+                face.call(&text);
+            }
+            ready_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            let before_self = ticks("self");
+            let before_switches = context_switches();
+            let mut times = Vec::new();
+            let started = Instant::now();
+            let mut n = 0u64;
+            while started.elapsed().as_secs_f64() < seconds {
+                let text = if repeats {
+                    input(0, &run)
+                } else {
+                    input(n, &run)
+                };
+                let t = Instant::now();
+                face.call(&text);
+                times.push(t.elapsed());
+                n += 1;
+            }
+            let switches = context_switches() - before_switches;
+            (n, times, ticks("self") - before_self, switches)
+        })
+    };
+    ready_rx.recv().unwrap();
+    let before_server = counters.snapshot().await;
+    let before_ticks = server_ticks(plan.server_pid.as_deref());
+    go_tx.send(()).unwrap();
+    let (n, mut times, client_ticks, switches) = caller.join().unwrap();
+    let calls = n as f64;
+    let server_us = server_ticks(plan.server_pid.as_deref())
+        .zip(before_ticks)
+        .map(|(a, b)| (a - b) as f64 * TICK_US / calls);
+    let after_server = counters.snapshot().await;
+    times.sort();
+    let p50 = times[times.len() / 2].as_secs_f64() * 1e6;
+    let mut line = format!(
+        "RESULT path={path} impl=face calls={n} p50_us={p50:.1} client_cpu_us={:.1} ctx_switches={:.2}",
+        client_ticks as f64 * TICK_US / calls,
+        switches as f64 / calls
+    );
+    if let Some(server_us) = server_us {
+        line += &format!(" server_cpu_us={server_us:.1}");
+    }
+    for ((key, a), (_, b)) in after_server.iter().zip(&before_server) {
+        line += &format!(" {key}={:.1}", (a - b) / calls);
+    }
+    // Eight calling threads.
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let threads: Vec<_> = (0..8u64)
+        .map(|thread| {
+            let (face, stop, done, run) = (face.clone(), stop.clone(), done.clone(), run.clone());
+            std::thread::spawn(move || {
+                let mut n = (thread + 1) << 40;
+                while !stop.load(Ordering::Relaxed) {
+                    let text = if repeats {
+                        input(0, &run)
+                    } else {
+                        input(n, &run)
+                    };
+                    face.call(&text);
+                    n += 1;
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs_f64(plan.seconds));
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let rate = done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
+    let late = LATE_SETTLED.swap(0, Ordering::Relaxed);
+    println!("{line} ops8={rate:.0} late_settled={late}");
+}
+
 /// Both paths, peer and idemkit alternating.
 async fn store_paths(
     store: &str,
     peer: Arc<dyn Caller>,
     idemkit: Arc<dyn Caller>,
+    face: &Face,
     counters: &dyn ServerCounters,
     plan: &Plan,
 ) {
@@ -363,6 +530,7 @@ async fn store_paths(
         let path = format!("{store}_{path}");
         measure(&path, "peer", peer.clone(), repeats, counters, plan).await;
         measure(&path, "idemkit", idemkit.clone(), repeats, counters, plan).await;
+        measure_face(&path, face, repeats, counters, plan).await;
     }
 }
 
@@ -474,7 +642,20 @@ fn main() {
                 seconds,
                 server_pid: std::env::var("PEERS_REDIS_PID").ok(),
             };
-            store_paths("redis", Arc::new(peer), Arc::new(idemkit), &counters, &plan).await;
+            let face = Face {
+                executor: idemkit.executor.clone(),
+                tool: tool.clone(),
+                context: context.clone(),
+            };
+            store_paths(
+                "redis",
+                Arc::new(peer),
+                Arc::new(idemkit),
+                &face,
+                &counters,
+                &plan,
+            )
+            .await;
             store.forget(Some("bench")).await.unwrap();
         }
         if wants("postgres") {
@@ -492,6 +673,11 @@ fn main() {
                 .await
                 .unwrap();
             tokio::spawn(connection);
+            let face = Face {
+                executor: Executor::new(store.clone()),
+                tool: tool.clone(),
+                context: context.clone(),
+            };
             let idemkit = Idemkit {
                 executor: Executor::new(store.clone()),
                 tool,
@@ -505,6 +691,7 @@ fn main() {
                 "postgres",
                 Arc::new(peer),
                 Arc::new(idemkit),
+                &face,
                 &PostgresCounters(client),
                 &plan,
             )

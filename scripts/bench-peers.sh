@@ -12,6 +12,8 @@
 #   peer and idemkit (Rust): benches/peers.rs — p50 of one caller, throughput of 8, and per call
 #           the client's CPU and context switches, the server's CPU (/proc), Redis command time
 #           (INFO commandstats) and PostgreSQL WAL (pg_stat_wal);
+#   C face: the calls the C library makes (capi/src/call.rs: prepare, a blocking advance, a
+#           blocking report) from plain threads, as a C or JNI caller does: the same counters;
 #   memory: a hit through the Rust face against a SHA-256 + mutex-map (benches/peers.rs);
 #   --before BINARY: also runs a peers binary built from an earlier commit (copy
 #           target/release/deps/peers-* away before rebuilding), on fresh idemkit records and
@@ -134,8 +136,11 @@ if [[ -n "$BEFORE" ]]; then
     "${PG[@]}" -c "DROP TABLE IF EXISTS idemkit_peers"
 fi
 log "memory, Redis and PostgreSQL: peer and idemkit"
-cargo bench -q --bench peers --features redis,postgres -- --seconds "$SECONDS_PER_RUN" 2>/dev/null |
-    tee "$OUT/clients.txt" >&2
+if ! cargo bench -q --bench peers --features redis,postgres -- --seconds "$SECONDS_PER_RUN" 2>"$OUT/clients.err" |
+    tee "$OUT/clients.txt" >&2 || grep -q panicked "$OUT/clients.err"; then
+    cat "$OUT/clients.err" >&2
+    exit 1
+fi
 WAL_FLOOR_BEFORE=$("${PG[@]}" -c "SELECT wal_records || ' ' || wal_bytes FROM pg_stat_wal")
 pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared -c 1 -t 5000 -f "$WORK/write.sql" postgres >/dev/null 2>&1
 WAL_FLOOR_AFTER=$("${PG[@]}" -c "SELECT wal_records || ' ' || wal_bytes FROM pg_stat_wal")
@@ -199,13 +204,35 @@ print()
 print("| path | impl | client CPU µs | context switches | server CPU µs | Redis command µs | WAL records | WAL bytes |")
 print("|---|---|---|---|---|---|---|---|")
 for path in ("redis_repeat", "redis_executed", "postgres_repeat", "postgres_executed"):
-    for impl in ("peer", "idemkit before", "idemkit"):
-        kv = before.get((path, "idemkit")) if impl == "idemkit before" else res[(path, impl)]
+    for impl in ("peer", "idemkit before", "idemkit", "C face before", "C face"):
+        kv = {"idemkit before": before.get((path, "idemkit")), "C face before": before.get((path, "face")),
+              "C face": res.get((path, "face"))}.get(impl) if impl != "peer" and impl != "idemkit" else res[(path, impl)]
         if kv is None:
             continue
         print(f"| {path.replace('_', ' ')} | {impl} | {kv['client_cpu_us']} | {kv['ctx_switches']} | "
               f"{kv.get('server_cpu_us', '—')} | {kv.get('cmd_usec', '—')} | {kv.get('wal_records', '—')} | {kv.get('wal_bytes', '—')} |")
 print(f"| postgres floor (pgbench write, one commit) | — | — | — | — | — | {wal_floor[0]:.1f} | {wal_floor[1]:.0f} |")
+print()
+print("The C face (the calls of capi/src/call.rs from plain threads) against the Rust face and the peer, same run:")
+print()
+print("| path | impl | p50 µs | 8-thread calls/s | client CPU µs per call | context switches per call |")
+print("|---|---|---|---|---|---|")
+for path in ("redis_repeat", "redis_executed", "postgres_repeat", "postgres_executed"):
+    for impl, label in (("peer", "peer (Rust, async)"), ("idemkit", "idemkit Rust face"),
+                        ("face before", "idemkit C face before"), ("face", "idemkit C face")):
+        kv = before.get((path, "face")) if impl == "face before" else res.get((path, impl))
+        if kv is None:
+            continue
+        print(f"| {path.replace('_', ' ')} | {label} | {float(kv['p50_us']):.0f} | {float(kv['ops8']):,.0f} | "
+              f"{kv['client_cpu_us']} | {kv['ctx_switches']} |")
+if before:
+    print()
+    for path in ("redis_repeat", "redis_executed", "postgres_repeat", "postgres_executed"):
+        b, a = before.get((path, "face")), res.get((path, "face"))
+        if a and b:
+            print(f"C face {path.replace('_', ' ')}, after ÷ before: p50 {float(a['p50_us']) / float(b['p50_us']):.2f}×, "
+                  f"calls/s {float(a['ops8']) / float(b['ops8']):.2f}×, client CPU {float(a['client_cpu_us']) / float(b['client_cpu_us']):.2f}×, "
+                  f"context switches {float(a['ctx_switches']) / float(b['ctx_switches']):.2f}×.")
 print()
 def ratio(path, key):
     return g(path, "idemkit", key) / g(path, "peer", key)

@@ -1932,16 +1932,11 @@ impl Settler {
     }
 }
 
-/// Runs settling on the current runtime, or on the library's runtime outside one.
+/// Runs settling to its end whatever becomes of the caller: on the caller lane of a C or Java
+/// caller (whose connections it may hold, see `runtime::spawn_detached`), on the current
+/// runtime, or on the library's runtime outside one.
 fn spawn_settling(task: impl Future<Output = ()> + Send + 'static) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => {
-            handle.spawn(task);
-        }
-        Err(_) => {
-            crate::runtime::runtime().spawn(task);
-        }
-    }
+    crate::runtime::spawn_detached(task);
 }
 
 /// What a claim needs, owned, so that it can go on after its caller left.

@@ -292,7 +292,7 @@ fn advance(
             "out.key",
         )?;
     }
-    match runtime::block_on(executor.advance(attempt, None)) {
+    match runtime::block_on_caller(executor.advance(attempt, None)) {
         Ok(Step::Run) => {
             out.answer = IdemkitAnswer::Execute;
             Ok(true)
@@ -522,7 +522,7 @@ unsafe fn report(
     out: *mut IdemkitRecording,
 ) -> Result<(), Fault> {
     call.finished = true;
-    let reported = runtime::block_on(call.executor.report(&mut call.attempt, body));
+    let reported = runtime::block_on_caller(call.executor.report(&mut call.attempt, body));
     let recording = match reported.recording {
         Recording::Recorded => IdemkitRecording::Recorded,
         // Recorded as an indeterminate outcome; the status is INDETERMINATE.

@@ -563,6 +563,15 @@ impl PausedRedis {
     /// `None` (a loud skip) without the binary.
     pub fn start() -> Option<PausedRedis> {
         let port = free_port();
+        let child = Self::spawn(port)?;
+        let server = PausedRedis { child, port };
+        wait_until("private redis-server answers", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Some(server)
+    }
+
+    fn spawn(port: u16) -> Option<Child> {
         let mut command = Command::new("redis-server");
         command
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
@@ -570,12 +579,26 @@ impl PausedRedis {
             .args(["--maxmemory-policy", "noeviction"])
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        let child = spawn_redis_server(&mut command)?;
-        let server = PausedRedis { child, port };
-        wait_until("private redis-server answers", || {
+        spawn_redis_server(&mut command)
+    }
+
+    /// Stops the server (its port closed once this returns).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let port = self.port;
+        wait_until("private redis-server is gone", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+        });
+    }
+
+    /// Starts the server again on its port (empty).
+    pub fn restart(&mut self) {
+        self.child = Self::spawn(self.port).expect("redis-server ran before");
+        let port = self.port;
+        wait_until("private redis-server answers again", || {
             std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
         });
-        Some(server)
     }
 
     pub fn url(&self) -> String {

@@ -5,7 +5,6 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use std::time::Duration;
 
 use idemkit::error::{Setting, StoreOperation};
@@ -42,29 +41,11 @@ const SMALL_ANSWER: usize = 1024;
 /// No native call blocks longer than this, whatever Java asks (SPEC §7).
 const MAX_BUDGET: Duration = Duration::from_millis(100);
 
-/// Runs `future` on the shared runtime from this (JNI) thread: one poll inside the runtime's
-/// context first, which answers at once for the memory store's claims and replays, and only if
-/// that poll is pending, `idemkit::runtime::block_on` (saving its park/unpark set-up, about a
-/// tenth of a cache hit's native time).
+/// Runs one step of a call from this (JNI) thread: on a caller lane that this thread drives
+/// itself, store I/O included (see `idemkit::runtime::block_on_caller`); a step that is ready
+/// at once (the memory store's claims and replays) costs one poll.
 fn drive<F: Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    {
-        let _context = idemkit::runtime::runtime().enter();
-        let waker = noop_waker();
-        let mut cx = Context::from_waker(&waker);
-        if let Poll::Ready(value) = future.as_mut().poll(&mut cx) {
-            return value;
-        }
-    }
-    // Polling again (now with block_on's waker) re-registers whatever the first poll waited on.
-    idemkit::runtime::block_on(future)
-}
-
-fn noop_waker() -> Waker {
-    const VTABLE: RawWakerVTable = RawWakerVTable::new(|_| RAW, |_| {}, |_| {}, |_| {});
-    const RAW: RawWaker = RawWaker::new(std::ptr::null(), &VTABLE);
-    // SAFETY: every function of the vtable ignores the (null) data pointer.
-    unsafe { Waker::from_raw(RAW) }
+    idemkit::runtime::block_on_caller(future)
 }
 
 fn string(env: &Env<'_>, s: &JString<'_>) -> Result<Option<String>> {

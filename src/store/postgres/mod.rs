@@ -44,6 +44,7 @@ mod sql;
 mod tls;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -64,6 +65,7 @@ use super::{
 };
 use crate::error::StoreError;
 use crate::record::{Outcome, Record, RecordState, Status, Token, RECORD_FORMAT};
+use crate::runtime::LaneLocal;
 
 /// How often a claim is sent again when racing claimers made its snapshot stale.
 const CLAIM_ATTEMPTS: usize = 8;
@@ -78,6 +80,8 @@ pub struct PostgresStore {
     /// The statements for a table made before `005_idemkit_records_fingerprint.sql`.
     sql_without_fingerprint: Sql,
     slots: Vec<Slot>,
+    /// One connection per caller lane (see `crate::runtime`), beside `slots`.
+    lane_slots: LaneLocal<Arc<Slot>>,
     next: AtomicUsize,
     url: String,
     max_outcome_bytes: usize,
@@ -164,6 +168,7 @@ impl PostgresStore {
             sql_without_fingerprint: Sql::without_fingerprint(&table),
             table,
             slots: (0..pool_size).map(|_| Slot::default()).collect(),
+            lane_slots: LaneLocal::default(),
             next: AtomicUsize::new(0),
             url: shown,
             max_outcome_bytes: options

@@ -1,6 +1,7 @@
 //! The connections of a PostgreSQL store: up to [`CONNECTIONS`] sessions, each a connection
 //! with every statement prepared on it, opened as concurrent callers need them and replaced
-//! when they break.
+//! when they break; and one more per caller lane (see `crate::runtime`), made on that lane and
+//! used only there, so that a C or Java caller's thread drives its statements itself.
 //!
 //! Hand-made rather than taken from a pool crate: a tokio-postgres client pipelines the
 //! statements of concurrent callers, so at the limit a caller shares the least busy
@@ -24,6 +25,9 @@ use crate::error::StoreError;
 /// the limit) shares the least busy one, whose statements tokio-postgres then pipelines.
 /// Commits on one connection wait for each other's WAL flush, so concurrent callers need
 /// connections of their own to commit together.
+///
+/// Besides these, a store keeps one connection per caller lane that C and Java callers used
+/// (`crate::runtime::lanes`, `IDEMKIT_CALLER_LANES`).
 pub(super) const CONNECTIONS: usize = 16;
 /// How long connecting may take, the server's startup answers included, unless configured
 /// (libpq's `connect_timeout`, or `StoreOptions::connect_timeout`).
@@ -49,6 +53,16 @@ pub(super) struct Slot {
     opened: AtomicBool,
     /// Statements in flight on the slot's connection.
     busy: AtomicUsize,
+}
+
+impl Slot {
+    /// The slot of a caller lane: never picked by [`PostgresStore::pick`], its connection made
+    /// on the lane at first use.
+    pub(super) fn for_lane() -> Arc<Slot> {
+        let slot = Slot::default();
+        slot.opened.store(true, Ordering::Relaxed);
+        Arc::new(slot)
+    }
 }
 
 /// Marks a slot busy while a statement runs on it.
@@ -312,7 +326,12 @@ impl PostgresStore {
         F: Fn(Arc<Session>) -> Fut,
         Fut: std::future::Future<Output = Result<T, tokio_postgres::Error>>,
     {
-        let slot = self.pick();
+        // A C or Java caller's thread drives its lane's own connection (see `crate::runtime`).
+        let lane_slot = self.lane_slots.get(Slot::for_lane);
+        let slot = match &lane_slot {
+            Some(slot) => slot,
+            None => self.pick(),
+        };
         let _busy = Busy::new(slot);
         let mut tries = if repeatable { 2 } else { 1 };
         loop {

@@ -86,6 +86,8 @@ const LIST_SCAN_STEPS: usize = 32;
 /// Records in Redis: see the module documentation for the layout.
 pub struct RedisStore {
     connections: Vec<Connection>,
+    /// Makes the caller lanes' connections; None for a Redis Cluster.
+    connector: Option<pool::Connector>,
     /// Set for a Redis Cluster.
     cluster: Option<ClusterConnection>,
     next: AtomicUsize,
@@ -150,6 +152,7 @@ impl RedisStore {
             let cluster = cluster::connect(nodes, &shown, timeouts).await?;
             let store = RedisStore {
                 connections: vec![Connection::Cluster(cluster.clone())],
+                connector: None,
                 cluster: Some(cluster),
                 next: AtomicUsize::new(0),
                 prefix,
@@ -164,9 +167,11 @@ impl RedisStore {
                 "bad Redis URL {shown}: {e}; use redis://[user:password@]host[:port][/db] or rediss://..."
             ))
         })?;
-        let connections = pool::connect(&client, &shown, timeouts).await?;
+        let connector = pool::Connector::new(&client, &shown, timeouts);
+        let connections = connector.connect().await?;
         let store = RedisStore {
             connections,
+            connector: Some(connector),
             cluster: None,
             next: AtomicUsize::new(0),
             prefix,

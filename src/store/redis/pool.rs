@@ -7,18 +7,25 @@
 //! does not hold up every command behind it on one socket, picked in turn, and the one rule of
 //! this store that no pool knows: a command whose connection broke is sent once more. On a
 //! cluster the one [`ClusterConnection`] keeps its own connection per node.
+//!
+//! On one server, a call's commands from a C or Java caller go on the connection of its caller
+//! lane (see `crate::runtime`), made on the lane and driven by the caller's thread.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, Value};
+use tokio::sync::OnceCell;
 
 use super::RedisStore;
 use crate::error::StoreError;
+use crate::runtime::LaneLocal;
 
-/// How many multiplexed connections a store keeps (used round-robin).
+/// How many multiplexed connections a store keeps (used round-robin), besides one per caller
+/// lane that C and Java callers used (`crate::runtime::lanes`, `IDEMKIT_CALLER_LANES`).
 const CONNECTIONS: usize = 4;
 /// How long connecting to the server may take, unless configured (`connect_timeout_ms`).
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -67,25 +74,61 @@ impl ConnectionLike for Connection {
     }
 }
 
-/// The connections to one server: [`CONNECTIONS`] managers that never retry by themselves (the
-/// store sends a command once more itself, see [`RedisStore::run`]).
-pub(super) async fn connect(
-    client: &redis::Client,
-    shown: &str,
-    timeouts: Timeouts,
-) -> Result<Vec<Connection>, StoreError> {
-    let config = ConnectionManagerConfig::new()
-        .set_number_of_retries(0)
-        .set_connection_timeout(timeouts.connect)
-        .set_response_timeout(timeouts.response);
-    let mut connections = Vec::with_capacity(CONNECTIONS);
-    for _ in 0..CONNECTIONS {
-        let manager = ConnectionManager::new_with_config(client.clone(), config.clone())
-            .await
-            .map_err(|e| StoreError::driver(format!("cannot connect to {shown}"), e))?;
-        connections.push(Connection::Single(manager));
+/// How a store makes a connection to one server: the same for each of its own and for those
+/// of the caller lanes.
+pub(super) struct Connector {
+    client: redis::Client,
+    config: ConnectionManagerConfig,
+    shown: String,
+    /// One connection per caller lane (see `crate::runtime`), made on that lane at first use
+    /// and used only there, so that a C or Java caller's thread drives its socket itself.
+    lanes: LaneLocal<Arc<OnceCell<Connection>>>,
+}
+
+impl Connector {
+    pub(super) fn new(client: &redis::Client, shown: &str, timeouts: Timeouts) -> Connector {
+        Connector {
+            client: client.clone(),
+            config: ConnectionManagerConfig::new()
+                .set_number_of_retries(0)
+                .set_connection_timeout(timeouts.connect)
+                .set_response_timeout(timeouts.response),
+            shown: shown.to_owned(),
+            lanes: LaneLocal::default(),
+        }
     }
-    Ok(connections)
+
+    /// A manager that never retries by itself (the store sends a command once more itself,
+    /// see [`RedisStore::run`]), bound to the current runtime.
+    async fn connect_one(&self) -> Result<Connection, StoreError> {
+        let manager = ConnectionManager::new_with_config(self.client.clone(), self.config.clone())
+            .await
+            .map_err(|e| StoreError::driver(format!("cannot connect to {}", self.shown), e))?;
+        Ok(Connection::Single(manager))
+    }
+
+    /// The store's own connections to the server: [`CONNECTIONS`] managers.
+    pub(super) async fn connect(&self) -> Result<Vec<Connection>, StoreError> {
+        let mut connections = Vec::with_capacity(CONNECTIONS);
+        for _ in 0..CONNECTIONS {
+            connections.push(self.connect_one().await?);
+        }
+        Ok(connections)
+    }
+
+    /// The connection of the caller lane this thread drives (made now if it is the first use
+    /// there), or None outside a lane or when it cannot be made (the store's own connections
+    /// then take the command, and answer as they would).
+    async fn lane_connection(&self) -> Option<Connection> {
+        let cell = self.lanes.get(Default::default)?;
+        match cell.get_or_try_init(|| self.connect_one()).await {
+            Ok(connection) => Some(connection.clone()),
+            Err(e) => {
+                log::debug!("idemkit: no caller-lane connection to {}: {e}", self.shown);
+                None
+            }
+        }
+    }
 }
 
 impl RedisStore {
@@ -94,14 +137,19 @@ impl RedisStore {
         self.connections[i].clone()
     }
 
-    /// Runs `op` on the next connection; once more if the connection broke (the manager
-    /// reconnects meanwhile). Only for operations that are safe to repeat.
+    /// Runs `op` on the caller lane's connection, else the next connection; once more if the
+    /// connection broke (the manager reconnects meanwhile). Only for operations that are safe
+    /// to repeat.
     pub(super) async fn run<T, F, Fut>(&self, op: F) -> Result<T, StoreError>
     where
         F: Fn(Connection) -> Fut,
         Fut: std::future::Future<Output = Result<T, RedisError>>,
     {
-        let connection = self.connection();
+        let on_lane = match &self.connector {
+            Some(connector) => connector.lane_connection().await,
+            None => None,
+        };
+        let connection = on_lane.unwrap_or_else(|| self.connection());
         match op(connection.clone()).await {
             Ok(v) => Ok(v),
             Err(e) if broken_connection(&e) => op(connection).await.map_err(|e| self.error(e)),
