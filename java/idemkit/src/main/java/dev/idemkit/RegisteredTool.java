@@ -1,15 +1,19 @@
 package dev.idemkit;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JavaType;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.ObjectWriter;
 import com.fasterxml.jackson.databind.introspect.BeanPropertyDefinition;
+import com.fasterxml.jackson.databind.node.BigIntegerNode;
 import java.lang.reflect.InaccessibleObjectException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Parameter;
+import java.math.BigDecimal;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -307,13 +311,16 @@ final class RegisteredTool {
     Object[] bind(JsonNode input, IdempotencyContext context) {
         if (!wholeInput) {
             if (!input.isObject()) {
-                throw new IllegalArgumentException(
+                throw new InvalidToolInputException(
                         "the input of `"
                                 + name
                                 + "` must be a JSON object with members "
                                 + names
                                 + "; it was "
-                                + input.getNodeType());
+                                + input.getNodeType(),
+                        name,
+                        null,
+                        null);
             }
             for (Iterator<String> it = input.fieldNames(); it.hasNext(); ) {
                 String member = it.next();
@@ -351,39 +358,95 @@ final class RegisteredTool {
         if (boxed.isInstance(value) && !p.type.hasContentType()) {
             return value;
         }
+        JsonNode tree;
         try {
-            return mapper.convertValue(value, p.type);
+            tree = mapper.valueToTree(value);
         } catch (IllegalArgumentException e) {
             throw Registrar.notConvertible(describe(p), name, p.type, e);
         }
+        return read(p, tree);
     }
 
+    /**
+     * Reads an argument as its parameter's type, refusing lossy number conversions: a number with a
+     * fraction for an integer type ({@code 12.5} for a {@code long}) at any depth. A whole number
+     * written with a fraction or exponent ({@code 12.0}, {@code 1.2e1}) is its integer when it is
+     * the argument itself.
+     */
     private Object read(Param p, JsonNode value) {
+        if (INTEGRAL.contains(p.raw) && value.isNumber() && !value.isIntegralNumber()) {
+            value = whole(p, value);
+        }
         try {
-            return mapper.readerFor(p.type).readValue(value);
+            return mapper.readerFor(p.type)
+                    .without(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+                    .readValue(value);
         } catch (java.io.IOException | IllegalArgumentException e) {
             throw Registrar.notConvertible(describe(p), name, p.type, e);
         }
     }
 
+    /** The whole number a floating-point argument for an integer parameter stands for. */
+    private JsonNode whole(Param p, JsonNode value) {
+        BigDecimal exact = null;
+        if (!value.isDouble() && !value.isFloat() || Double.isFinite(value.doubleValue())) {
+            exact = value.decimalValue();
+        }
+        if (exact == null || exact.signum() != 0 && exact.stripTrailingZeros().scale() > 0) {
+            throw new InvalidToolInputException(
+                    "argument `"
+                            + describe(p)
+                            + "` of `"
+                            + name
+                            + "` is "
+                            + value.asText()
+                            + ", which is not a whole number, and its type "
+                            + p.type.toCanonical()
+                            + " holds whole numbers only; it is refused rather than rounded (send a"
+                            + " whole number, or declare the parameter double or BigDecimal)",
+                    name,
+                    describe(p),
+                    null);
+        }
+        return BigIntegerNode.valueOf(exact.toBigIntegerExact());
+    }
+
+    private static final Set<Class<?>> INTEGRAL =
+            Set.of(
+                    int.class,
+                    long.class,
+                    short.class,
+                    byte.class,
+                    Integer.class,
+                    Long.class,
+                    Short.class,
+                    Byte.class,
+                    BigInteger.class);
+
     private static String describe(Param p) {
         return p.name == null ? "input" : p.name;
     }
 
-    private IllegalArgumentException unknown(String member) {
-        return new IllegalArgumentException(
-                "`" + name + "` has no parameter `" + member + "`; its parameters are " + names);
+    private InvalidToolInputException unknown(String member) {
+        return new InvalidToolInputException(
+                "`" + name + "` has no parameter `" + member + "`; its parameters are " + names,
+                name,
+                member,
+                null);
     }
 
-    private IllegalArgumentException missing(Param p) {
-        return new IllegalArgumentException(
+    private InvalidToolInputException missing(Param p) {
+        return new InvalidToolInputException(
                 "`"
                         + name
                         + "` needs argument `"
                         + p.name
                         + "` ("
                         + p.raw.getName()
-                        + "); it is missing or null");
+                        + "); it is missing or null",
+                name,
+                p.name,
+                null);
     }
 
     /** Runs the method; its own exception comes out unchanged. */
