@@ -93,31 +93,36 @@ final class RegisteredTool {
         }
         this.names = Collections.unmodifiableSet(named);
         this.wholeInput = whole;
-        boolean isVoid =
-                method.getReturnType() == void.class || method.getReturnType() == Void.class;
-        ObjectWriter writer = mapper.writerFor(returnType);
-        ObjectReader reader = mapper.readerFor(returnType);
         this.codec =
-                new IdempotentInvoker.ResultCodec() {
-                    @Override
-                    public byte[] encode(Object result) throws Exception {
-                        return isVoid || result == null
-                                ? "null".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
-                                : writer.writeValueAsBytes(result);
-                    }
+                codec(
+                        mapper,
+                        returnType,
+                        method.getReturnType() == void.class
+                                || method.getReturnType() == Void.class);
+    }
 
-                    @Override
-                    public Object decode(byte[] answer, int offset) throws Exception {
-                        return isVoid
-                                ? null
-                                : reader.readValue(answer, offset, answer.length - offset);
-                    }
+    /** How results of {@code type} cross the store ({@code isVoid}: always {@code null}). */
+    static IdempotentInvoker.ResultCodec codec(ObjectMapper mapper, JavaType type, boolean isVoid) {
+        ObjectWriter writer = mapper.writerFor(type);
+        ObjectReader reader = mapper.readerFor(type);
+        return new IdempotentInvoker.ResultCodec() {
+            @Override
+            public byte[] encode(Object result) throws Exception {
+                return isVoid || result == null
+                        ? "null".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
+                        : writer.writeValueAsBytes(result);
+            }
 
-                    @Override
-                    public String type() {
-                        return returnType.toCanonical();
-                    }
-                };
+            @Override
+            public Object decode(byte[] answer, int offset) throws Exception {
+                return isVoid ? null : reader.readValue(answer, offset, answer.length - offset);
+            }
+
+            @Override
+            public String type() {
+                return type.toCanonical();
+            }
+        };
     }
 
     /** Reads a {@link Tool} method and builds its native tool (the core validates the policy). */
