@@ -502,7 +502,8 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                                     tool.asTool(timeoutMs),
                                     policy,
                                     m,
-                                    retry);
+                                    retry,
+                                    tool.memberNames());
                     nativeTool = registered.nativeTool;
                     codec = registered.codec;
                 } else {

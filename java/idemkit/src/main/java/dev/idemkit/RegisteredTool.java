@@ -147,6 +147,22 @@ final class RegisteredTool {
             Idempotent methodPolicy,
             ObjectMapper mapper,
             RetryPolicy retry) {
+        return of(target, method, tool, methodPolicy, mapper, retry, null);
+    }
+
+    /**
+     * As above, with the input member of each parameter given ({@code names[i]}, or {@code null}
+     * for the default: its {@link ToolParam} name, else its own); a framework adapter passes the
+     * names its framework publishes.
+     */
+    static RegisteredTool of(
+            Object target,
+            Method method,
+            Tool tool,
+            Idempotent methodPolicy,
+            ObjectMapper mapper,
+            RetryPolicy retry,
+            String[] names) {
         String name = tool.name().isEmpty() ? method.getName() : tool.name();
         Idempotent policy = Registrar.policy(target, method, methodPolicy);
         KeyStrategy strategy = Registrar.strategy(policy);
@@ -193,7 +209,10 @@ final class RegisteredTool {
                 params[i] = new Param(Slot.WHOLE_INPUT, null, type, p.getType());
                 wholeCount++;
             } else {
-                String paramName = Registrar.parameterName(where, p, i);
+                String paramName =
+                        names != null && names[i] != null
+                                ? names[i]
+                                : Registrar.parameterName(where, p, i);
                 if (!seen.add(paramName)) {
                     throw new IllegalArgumentException(
                             where + " has two parameters named `" + paramName + "`");

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.Function;
 
 /**
  * A method as idemkit sees a tool, whichever framework declared it: its name, description, input
@@ -44,6 +45,7 @@ public final class ToolMethod {
     private final IdempotencyHint hint;
     private final Idempotent policy;
     private final List<Parameter> parameters;
+    private final String[] memberNames;
 
     private ToolMethod(
             Object target,
@@ -51,7 +53,8 @@ public final class ToolMethod {
             String name,
             String description,
             long timeoutMs,
-            IdempotencyHint hint) {
+            IdempotencyHint hint,
+            Function<java.lang.reflect.Parameter, String> naming) {
         this.target = Objects.requireNonNull(target, "target");
         this.method = Objects.requireNonNull(method, "method");
         if (!method.getDeclaringClass().isInstance(target)) {
@@ -77,6 +80,7 @@ public final class ToolMethod {
                         + ")";
         List<Parameter> found = new ArrayList<>();
         java.lang.reflect.Parameter[] declared = method.getParameters();
+        String[] members = new String[declared.length];
         Type[] generic = method.getGenericParameterTypes();
         for (int i = 0; i < declared.length; i++) {
             java.lang.reflect.Parameter p = declared[i];
@@ -85,11 +89,20 @@ public final class ToolMethod {
             }
             Type type = generic.length == declared.length ? generic[i] : p.getParameterizedType();
             boolean whole = p.isAnnotationPresent(ToolInput.class);
-            found.add(
-                    new Parameter(
-                            whole ? null : Registrar.parameterName(where, p, i), type, i, whole));
+            String member = null;
+            if (!whole) {
+                String given = naming == null ? null : naming.apply(p);
+                if (given != null && !given.isEmpty()) {
+                    members[i] = given;
+                    member = given;
+                } else {
+                    member = Registrar.parameterName(where, p, i);
+                }
+            }
+            found.add(new Parameter(member, type, i, whole));
         }
         this.parameters = Collections.unmodifiableList(found);
+        this.memberNames = members;
     }
 
     /**
@@ -115,7 +128,8 @@ public final class ToolMethod {
                 tool.name(),
                 tool.description(),
                 tool.timeoutMs(),
-                tool.idempotencyHint());
+                tool.idempotencyHint(),
+                null);
     }
 
     /**
@@ -129,7 +143,31 @@ public final class ToolMethod {
      * @return the tool
      */
     public static ToolMethod of(Object target, Method method, String name, String description) {
-        return new ToolMethod(target, method, name, description, 0, IdempotencyHint.DEFAULT);
+        return new ToolMethod(target, method, name, description, 0, IdempotencyHint.DEFAULT, null);
+    }
+
+    /**
+     * As {@link #of(Object, Method, String, String)}, with the input member each parameter is read
+     * from as the framework names it (LangChain4j's {@code @P(name = ...)}, Spring AI's
+     * {@code @ToolParam}): {@code memberName} returns the name, or {@code null} for the default
+     * (idemkit's {@link ToolParam} name, else the parameter's own name).
+     *
+     * @param target the object the method runs on
+     * @param method the method
+     * @param name the tool's name ({@code null} or empty: the method's name)
+     * @param description what the tool does, or {@code null}
+     * @param memberName the input member of a parameter, or {@code null} for the default
+     * @return the tool
+     */
+    public static ToolMethod of(
+            Object target,
+            Method method,
+            String name,
+            String description,
+            Function<java.lang.reflect.Parameter, String> memberName) {
+        Objects.requireNonNull(memberName, "memberName");
+        return new ToolMethod(
+                target, method, name, description, 0, IdempotencyHint.DEFAULT, memberName);
     }
 
     /**
@@ -235,6 +273,11 @@ public final class ToolMethod {
      */
     public boolean isVoid() {
         return method.getReturnType() == void.class || method.getReturnType() == Void.class;
+    }
+
+    /** The input member of each parameter the adapter named ({@code null}: the default). */
+    String[] memberNames() {
+        return memberNames.clone();
     }
 
     /** The {@link Tool} annotation the registration reads, with {@code t} as its timeout. */
