@@ -6,6 +6,8 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.Objects;
 
@@ -16,8 +18,9 @@ import java.util.Objects;
  *
  * <p>Counter {@value #EVENTS}, one per event kind and tool, tagged {@code kind} (the core's name:
  * {@code acquired}, {@code deduplicated}, {@code waited}, ...), {@code tool} and {@code outcome}
- * (see {@link #outcome}); events the binding dropped are counted in {@value #DROPPED}. Extra tags
- * (an application name) are added to every meter.
+ * (see {@link #outcome}); events the binding dropped are counted in {@value #DROPPED}; timer
+ * {@value #WAIT}, tagged {@code tool}, records how long each waiting call waited. Extra tags (an
+ * application name) are added to every meter.
  *
  * <p>Thread-safe: events arrive on the calling threads.
  */
@@ -27,6 +30,12 @@ public final class IdempotencyMetrics implements IdempotencyListener {
 
     /** The counter of events dropped before delivery (none were delivered for a while). */
     public static final String DROPPED = "idemkit.events.dropped";
+
+    /**
+     * The timer of waits: how long calls waited for another caller holding their key (the {@code
+     * waited} event's length), tagged {@code tool}.
+     */
+    public static final String WAIT = "idemkit.wait";
 
     private final MeterRegistry registry;
     private final Tags tags;
@@ -100,11 +109,25 @@ public final class IdempotencyMetrics implements IdempotencyListener {
                     .increment(dropped);
             return;
         }
+        String tool = event.tool() == null ? "" : event.tool();
+        if (event.kind() == IdempotencyEvent.Kind.WAITED && event.detail() != null) {
+            try {
+                long ms = Long.parseLong(event.detail());
+                Timer.builder(WAIT)
+                        .description("how long idemkit calls waited for another caller's result")
+                        .tags(tags)
+                        .tag("tool", tool)
+                        .register(registry)
+                        .record(Duration.ofMillis(ms));
+            } catch (NumberFormatException notMilliseconds) {
+                // a core without the wait's length: counted, not timed
+            }
+        }
         Counter.builder(EVENTS)
                 .description("idemkit events: claims, deduplications, waits, refusals, failures")
                 .tags(tags)
                 .tag("kind", event.kind().name().toLowerCase(Locale.ROOT))
-                .tag("tool", event.tool() == null ? "" : event.tool())
+                .tag("tool", tool)
                 .tag("outcome", outcome(event.kind()))
                 .register(registry)
                 .increment();

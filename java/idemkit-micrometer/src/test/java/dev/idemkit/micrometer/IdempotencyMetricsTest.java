@@ -2,6 +2,7 @@ package dev.idemkit.micrometer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.idemkit.IdempotencyEvent;
 import dev.idemkit.Idempotent;
@@ -9,7 +10,13 @@ import dev.idemkit.InMemoryIdempotencyStore;
 import dev.idemkit.Tool;
 import dev.idemkit.ToolDispatcher;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -22,6 +29,67 @@ class IdempotencyMetricsTest {
         public String bookFlight(String flight) {
             return flight + "-" + runs.incrementAndGet();
         }
+    }
+
+    /** Holds its key until released, so that a second caller waits for it. */
+    public static class Held {
+        volatile CountDownLatch release = new CountDownLatch(1);
+
+        @Tool(name = "book_flight")
+        @Idempotent
+        public String bookFlight(String flight) throws InterruptedException {
+            release.await();
+            return "BK-" + flight;
+        }
+    }
+
+    @Test
+    void a_wait_is_timed_by_its_length_in_the_waited_event() {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        IdempotencyMetrics metrics = new IdempotencyMetrics(registry);
+        metrics.onEvent(
+                new IdempotencyEvent(
+                        IdempotencyEvent.Kind.WAITED, "book_flight", null, null, "250"));
+        metrics.onEvent(
+                new IdempotencyEvent(
+                        IdempotencyEvent.Kind.WAITED, "book_flight", null, null, null));
+        Timer waits = registry.get(IdempotencyMetrics.WAIT).tag("tool", "book_flight").timer();
+        assertEquals(1, waits.count());
+        assertEquals(250.0, waits.totalTime(TimeUnit.MILLISECONDS));
+        assertEquals(2.0, count(registry, "waited", "waited"));
+    }
+
+    @Test
+    void a_caller_that_waited_for_the_holder_is_timed() throws Exception {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        Held held = new Held();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try (InMemoryIdempotencyStore store = new InMemoryIdempotencyStore();
+                ToolDispatcher dispatcher =
+                        ToolDispatcher.builder()
+                                .tools(held)
+                                .store(store)
+                                .listener(new IdempotencyMetrics(registry))
+                                .build()) {
+            // Whether the second caller reaches the held claim before the holder finishes is the
+            // scheduler's choice: try fresh keys, giving it longer each time, until one waited.
+            for (int i = 0; i < 20 && count(registry, "waited", "waited") == 0; i++) {
+                held.release = new CountDownLatch(1);
+                String input = "{\"flight\":\"F" + i + "\"}";
+                Future<Object> holder = pool.submit(() -> dispatcher.call("book_flight", input));
+                Future<Object> waiter = pool.submit(() -> dispatcher.call("book_flight", input));
+                Thread.sleep(20L * (i + 1));
+                held.release.countDown();
+                assertEquals("BK-F" + i, holder.get());
+                assertEquals("BK-F" + i, waiter.get());
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        double waited = count(registry, "waited", "waited");
+        assertTrue(waited >= 1, "no call waited in 20 tries");
+        Timer waits = registry.get(IdempotencyMetrics.WAIT).tag("tool", "book_flight").timer();
+        assertEquals((long) waited, waits.count(), "every waited event carries its length");
     }
 
     private static double count(SimpleMeterRegistry registry, String kind, String outcome) {
