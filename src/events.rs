@@ -84,7 +84,8 @@ pub struct Event<'a> {
     pub key: Option<&'a Key>,
     /// The call's tenant, in NFC.
     pub tenant: Option<&'a str>,
-    /// For `store_error` and `record_failed`: what went wrong.
+    /// For `store_error` and `record_failed`: what went wrong. For `waited`: how long the call
+    /// waited for another holder, in whole milliseconds (decimal digits).
     pub detail: Option<&'a str>,
 }
 

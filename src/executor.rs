@@ -239,6 +239,9 @@ pub struct Attempt<T: Borrow<Tool> = Tool> {
     /// at or after `lease_until - lease`): settling is retried until then (SPEC v1.1 rule 4).
     lease_until: Option<Instant>,
     waited: bool,
+    /// When the call began waiting for another holder (its first wait), for the `waited`
+    /// event's length.
+    wait_started: Option<Instant>,
     polls: u32,
     phase: Phase,
     /// How failures of this call are retried, if at all.
@@ -846,6 +849,7 @@ impl Executor {
             deadline,
             lease_until: None,
             waited: false,
+            wait_started: None,
             polls: 0,
             phase,
             retry: self.retry.clone(),
@@ -963,9 +967,7 @@ impl Executor {
             match reply.claim {
                 Claim::Acquired { .. } => {
                     attempt.lease_until = Some(lease_until());
-                    if attempt.waited {
-                        self.emit(attempt, EventKind::Waited, None);
-                    }
+                    self.emit_waited(attempt);
                     self.emit(attempt, EventKind::Acquired, None);
                     return Ok(Step::Run);
                 }
@@ -1058,6 +1060,7 @@ impl Executor {
                         until = until.min(step_end);
                     }
                     attempt.waited = true;
+                    attempt.wait_started.get_or_insert(now);
                     let waited = self
                         .store
                         .wait_for_change(id, record.token, until, attempt.polls)
@@ -1105,9 +1108,7 @@ impl Executor {
         let behavior = attempt.tool().policy().on_cache_hit;
         if let Some(Outcome::Indeterminate(failure)) = record.outcome {
             // A held failure answers every repeat, under every behaviour (SPEC v1.1 rule 7).
-            if attempt.waited {
-                self.emit(attempt, EventKind::Waited, None);
-            }
+            self.emit_waited(attempt);
             self.emit(attempt, EventKind::Indeterminate, None);
             return Err(Error::Indeterminate {
                 tool: tool.to_owned(),
@@ -1124,9 +1125,7 @@ impl Executor {
                 state: "completed",
             });
         }
-        if attempt.waited {
-            self.emit(attempt, EventKind::Waited, None);
-        }
+        self.emit_waited(attempt);
         self.emit(attempt, EventKind::Deduplicated, None);
         match record.outcome {
             // The record is ours: hand its JSON text over without copying it.
@@ -1491,6 +1490,7 @@ impl Executor {
         };
         attempt.token = Token::random();
         attempt.waited = false;
+        attempt.wait_started = None;
         attempt.polls = 0;
         attempt.lease_until = None;
         self.emit(attempt, EventKind::Retried, None);
@@ -1649,6 +1649,18 @@ impl Executor {
             message: format!("{} ({})", error, self.store.describe()),
             source: error.driver_error().cloned(),
         }
+    }
+
+    /// Emits `waited` for a call that waited for another holder, with the wait's length (from
+    /// its first wait to now) in whole milliseconds as the detail.
+    fn emit_waited<T: Borrow<Tool>>(&self, attempt: &Attempt<T>) {
+        if !attempt.waited {
+            return;
+        }
+        let ms = attempt
+            .wait_started
+            .map_or(0, |since| since.elapsed().as_millis());
+        self.emit(attempt, EventKind::Waited, Some(&ms.to_string()));
     }
 
     fn emit<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, kind: EventKind, detail: Option<&str>) {

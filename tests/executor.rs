@@ -649,6 +649,52 @@ async fn a_two_step_caller_with_a_budget_gets_pending_then_the_result() {
     assert_eq!(exec.events().count(EventKind::Waited), 1);
 }
 
+#[tokio::test]
+async fn a_waiters_waited_event_carries_how_long_it_waited_in_milliseconds() {
+    let (exec, _, _) = memory();
+    let details = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = details.clone();
+    exec.events()
+        .subscribe(Arc::new(move |e: &idemkit::Event<'_>| {
+            if e.kind == EventKind::Waited {
+                seen.lock()
+                    .unwrap()
+                    .push(e.detail.unwrap_or("none").to_owned());
+            }
+        }));
+    let t = tool("send_email", Policy::default());
+    let mut holder = exec
+        .prepare(&t, &CallContext::new(), KeyInput::Json(INPUT))
+        .unwrap();
+    exec.advance(&mut holder, None).await.unwrap();
+    let mut waiter = exec
+        .prepare(&t, &CallContext::new(), KeyInput::Json(INPUT))
+        .unwrap();
+    let span = std::time::Instant::now();
+    // The wait spans two steps: its length is counted from the first.
+    let step = exec
+        .advance(&mut waiter, Some(Duration::from_millis(20)))
+        .await
+        .unwrap();
+    assert_eq!(step, Step::Pending);
+    exec.succeed(&mut holder, r#""sent""#).await;
+    let step = exec
+        .advance(&mut waiter, Some(Duration::from_millis(100)))
+        .await
+        .unwrap();
+    let within = span.elapsed().as_millis();
+    assert_eq!(step, Step::Replay(r#""sent""#.into()));
+    let details = details.lock().unwrap();
+    assert_eq!(details.len(), 1, "one waited event: {details:?}");
+    let waited: u128 = details[0]
+        .parse()
+        .unwrap_or_else(|_| panic!("the detail is whole milliseconds: {:?}", details[0]));
+    assert!(
+        waited <= within,
+        "waited {waited} ms within a span of {within} ms"
+    );
+}
+
 // ---- concurrency -----------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -10,7 +10,8 @@ import java.util.Locale;
  * @param key the 64-hex key, or null
  * @param tenant the call's tenant, or null
  * @param detail for {@code store_error}, {@code record_failed} and a held {@code indeterminate}:
- *     what went wrong; for {@link Kind#DROPPED}: how many events were dropped; else null
+ *     what went wrong; for {@link Kind#WAITED}: how long the call waited, in whole milliseconds
+ *     (decimal digits); for {@link Kind#DROPPED}: how many events were dropped; else null
  */
 public record IdempotencyEvent(Kind kind, String tool, String key, String tenant, String detail) {
     /** The kinds of event, named as the core names them. */
@@ -19,7 +20,10 @@ public record IdempotencyEvent(Kind kind, String tool, String key, String tenant
         ACQUIRED,
         /** A remembered outcome answered the call: the body did not run. */
         DEDUPLICATED,
-        /** The call waited for another caller's claim (followed by what it then got). */
+        /**
+         * The call waited for another caller's claim (followed by what it then got); the detail is
+         * the wait's length in milliseconds.
+         */
         WAITED,
         /** The call's deadline passed while it waited. */
         WAIT_TIMED_OUT,

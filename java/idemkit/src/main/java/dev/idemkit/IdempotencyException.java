@@ -75,4 +75,67 @@ public class IdempotencyException extends RuntimeException {
     public String key() {
         return key;
     }
+
+    /**
+     * A short text for a model that called the tool: what happened, whether the tool ran and what
+     * to do, naming the tool but never the key (agent framework adapters send it as the tool's
+     * error result). {@link #getMessage()} stays the full text for logs.
+     *
+     * <p>For example, for a repeat under {@code FAIL_FAST}: {@code book_flight was already called
+     * with these arguments; it was not run again}.
+     *
+     * @return one sentence, without the key
+     */
+    public String modelMessage() {
+        String t = tool == null ? "the tool" : tool;
+        switch (kind) {
+            case FAIL_FAST:
+                return t + " was already called with these arguments; it was not run again";
+            case IN_PROGRESS:
+                return "an identical "
+                        + t
+                        + " call is still running; it was not run again (ask again later for its"
+                        + " result)";
+            case CACHED_FAILURE:
+                String why = "";
+                if (this instanceof CachedFailureException) {
+                    CachedFailureException cached = (CachedFailureException) this;
+                    String type = cached.originalType();
+                    String simple = type == null ? "" : type.substring(type.lastIndexOf('.') + 1);
+                    String message = cached.originalMessage();
+                    why =
+                            ": "
+                                    + simple
+                                    + (message == null || message.isEmpty() ? "" : ": " + message);
+                }
+                return "an identical earlier "
+                        + t
+                        + " call failed"
+                        + why
+                        + "; it was not run again";
+            case INDETERMINATE:
+                return "an identical earlier "
+                        + t
+                        + " call was interrupted and may or may not have taken effect; it was not"
+                        + " run again (check its effect before asking for it again)";
+            case PAYLOAD_MISMATCH:
+                return "this "
+                        + t
+                        + " call repeats the key of an earlier call with other arguments; it was"
+                        + " not run";
+            case TIMEOUT:
+                return t + " timed out; it may or may not have taken effect";
+            case STORE_UNAVAILABLE:
+                return t
+                        + " could not run now (its idempotency store is unavailable); it was not run";
+            case OUTCOME_TOO_LARGE:
+                return t + " ran, but its result is too large to remember";
+            case INVALID_KEY:
+                return t
+                        + " could not tell whether this call repeats an earlier one (no idempotency key"
+                        + " from these arguments); it was not run";
+            default:
+                return t + " failed (an internal error)";
+        }
+    }
 }

@@ -50,12 +50,15 @@ final class JsonWire {
         try {
             tree = mapper.readTree(jsonInput);
         } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException(
-                    "the input of `" + name + "` is not valid JSON: " + e.getOriginalMessage(), e);
+            throw new InvalidToolInputException(
+                    "the input of `" + name + "` is not valid JSON: " + e.getOriginalMessage(),
+                    name,
+                    null,
+                    e);
         }
         if (tree == null || tree.isMissingNode()) {
-            throw new IllegalArgumentException(
-                    "the input of `" + name + "` is empty; send a JSON object");
+            throw new InvalidToolInputException(
+                    "the input of `" + name + "` is empty; send a JSON object", name, null, null);
         }
         return tree;
     }

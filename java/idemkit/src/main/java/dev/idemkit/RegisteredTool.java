@@ -1,15 +1,19 @@
 package dev.idemkit;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JavaType;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.ObjectWriter;
 import com.fasterxml.jackson.databind.introspect.BeanPropertyDefinition;
+import com.fasterxml.jackson.databind.node.BigIntegerNode;
 import java.lang.reflect.InaccessibleObjectException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Parameter;
+import java.math.BigDecimal;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -89,31 +93,36 @@ final class RegisteredTool {
         }
         this.names = Collections.unmodifiableSet(named);
         this.wholeInput = whole;
-        boolean isVoid =
-                method.getReturnType() == void.class || method.getReturnType() == Void.class;
-        ObjectWriter writer = mapper.writerFor(returnType);
-        ObjectReader reader = mapper.readerFor(returnType);
         this.codec =
-                new IdempotentInvoker.ResultCodec() {
-                    @Override
-                    public byte[] encode(Object result) throws Exception {
-                        return isVoid || result == null
-                                ? "null".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
-                                : writer.writeValueAsBytes(result);
-                    }
+                codec(
+                        mapper,
+                        returnType,
+                        method.getReturnType() == void.class
+                                || method.getReturnType() == Void.class);
+    }
 
-                    @Override
-                    public Object decode(byte[] answer, int offset) throws Exception {
-                        return isVoid
-                                ? null
-                                : reader.readValue(answer, offset, answer.length - offset);
-                    }
+    /** How results of {@code type} cross the store ({@code isVoid}: always {@code null}). */
+    static IdempotentInvoker.ResultCodec codec(ObjectMapper mapper, JavaType type, boolean isVoid) {
+        ObjectWriter writer = mapper.writerFor(type);
+        ObjectReader reader = mapper.readerFor(type);
+        return new IdempotentInvoker.ResultCodec() {
+            @Override
+            public byte[] encode(Object result) throws Exception {
+                return isVoid || result == null
+                        ? "null".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
+                        : writer.writeValueAsBytes(result);
+            }
 
-                    @Override
-                    public String type() {
-                        return returnType.toCanonical();
-                    }
-                };
+            @Override
+            public Object decode(byte[] answer, int offset) throws Exception {
+                return isVoid ? null : reader.readValue(answer, offset, answer.length - offset);
+            }
+
+            @Override
+            public String type() {
+                return type.toCanonical();
+            }
+        };
     }
 
     /** Reads a {@link Tool} method and builds its native tool (the core validates the policy). */
@@ -138,6 +147,22 @@ final class RegisteredTool {
             Idempotent methodPolicy,
             ObjectMapper mapper,
             RetryPolicy retry) {
+        return of(target, method, tool, methodPolicy, mapper, retry, null);
+    }
+
+    /**
+     * As above, with the input member of each parameter given ({@code names[i]}, or {@code null}
+     * for the default: its {@link ToolParam} name, else its own); a framework adapter passes the
+     * names its framework publishes.
+     */
+    static RegisteredTool of(
+            Object target,
+            Method method,
+            Tool tool,
+            Idempotent methodPolicy,
+            ObjectMapper mapper,
+            RetryPolicy retry,
+            String[] names) {
         String name = tool.name().isEmpty() ? method.getName() : tool.name();
         Idempotent policy = Registrar.policy(target, method, methodPolicy);
         KeyStrategy strategy = Registrar.strategy(policy);
@@ -184,7 +209,10 @@ final class RegisteredTool {
                 params[i] = new Param(Slot.WHOLE_INPUT, null, type, p.getType());
                 wholeCount++;
             } else {
-                String paramName = Registrar.parameterName(where, p, i);
+                String paramName =
+                        names != null && names[i] != null
+                                ? names[i]
+                                : Registrar.parameterName(where, p, i);
                 if (!seen.add(paramName)) {
                     throw new IllegalArgumentException(
                             where + " has two parameters named `" + paramName + "`");
@@ -307,13 +335,16 @@ final class RegisteredTool {
     Object[] bind(JsonNode input, IdempotencyContext context) {
         if (!wholeInput) {
             if (!input.isObject()) {
-                throw new IllegalArgumentException(
+                throw new InvalidToolInputException(
                         "the input of `"
                                 + name
                                 + "` must be a JSON object with members "
                                 + names
                                 + "; it was "
-                                + input.getNodeType());
+                                + input.getNodeType(),
+                        name,
+                        null,
+                        null);
             }
             for (Iterator<String> it = input.fieldNames(); it.hasNext(); ) {
                 String member = it.next();
@@ -351,39 +382,95 @@ final class RegisteredTool {
         if (boxed.isInstance(value) && !p.type.hasContentType()) {
             return value;
         }
+        JsonNode tree;
         try {
-            return mapper.convertValue(value, p.type);
+            tree = mapper.valueToTree(value);
         } catch (IllegalArgumentException e) {
             throw Registrar.notConvertible(describe(p), name, p.type, e);
         }
+        return read(p, tree);
     }
 
+    /**
+     * Reads an argument as its parameter's type, refusing lossy number conversions: a number with a
+     * fraction for an integer type ({@code 12.5} for a {@code long}) at any depth. A whole number
+     * written with a fraction or exponent ({@code 12.0}, {@code 1.2e1}) is its integer when it is
+     * the argument itself.
+     */
     private Object read(Param p, JsonNode value) {
+        if (INTEGRAL.contains(p.raw) && value.isNumber() && !value.isIntegralNumber()) {
+            value = whole(p, value);
+        }
         try {
-            return mapper.readerFor(p.type).readValue(value);
+            return mapper.readerFor(p.type)
+                    .without(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+                    .readValue(value);
         } catch (java.io.IOException | IllegalArgumentException e) {
             throw Registrar.notConvertible(describe(p), name, p.type, e);
         }
     }
 
+    /** The whole number a floating-point argument for an integer parameter stands for. */
+    private JsonNode whole(Param p, JsonNode value) {
+        BigDecimal exact = null;
+        if (!value.isDouble() && !value.isFloat() || Double.isFinite(value.doubleValue())) {
+            exact = value.decimalValue();
+        }
+        if (exact == null || exact.signum() != 0 && exact.stripTrailingZeros().scale() > 0) {
+            throw new InvalidToolInputException(
+                    "argument `"
+                            + describe(p)
+                            + "` of `"
+                            + name
+                            + "` is "
+                            + value.asText()
+                            + ", which is not a whole number, and its type "
+                            + p.type.toCanonical()
+                            + " holds whole numbers only; it is refused rather than rounded (send a"
+                            + " whole number, or declare the parameter double or BigDecimal)",
+                    name,
+                    describe(p),
+                    null);
+        }
+        return BigIntegerNode.valueOf(exact.toBigIntegerExact());
+    }
+
+    private static final Set<Class<?>> INTEGRAL =
+            Set.of(
+                    int.class,
+                    long.class,
+                    short.class,
+                    byte.class,
+                    Integer.class,
+                    Long.class,
+                    Short.class,
+                    Byte.class,
+                    BigInteger.class);
+
     private static String describe(Param p) {
         return p.name == null ? "input" : p.name;
     }
 
-    private IllegalArgumentException unknown(String member) {
-        return new IllegalArgumentException(
-                "`" + name + "` has no parameter `" + member + "`; its parameters are " + names);
+    private InvalidToolInputException unknown(String member) {
+        return new InvalidToolInputException(
+                "`" + name + "` has no parameter `" + member + "`; its parameters are " + names,
+                name,
+                member,
+                null);
     }
 
-    private IllegalArgumentException missing(Param p) {
-        return new IllegalArgumentException(
+    private InvalidToolInputException missing(Param p) {
+        return new InvalidToolInputException(
                 "`"
                         + name
                         + "` needs argument `"
                         + p.name
                         + "` ("
                         + p.raw.getName()
-                        + "); it is missing or null");
+                        + "); it is missing or null",
+                name,
+                p.name,
+                null);
     }
 
     /** Runs the method; its own exception comes out unchanged. */

@@ -283,12 +283,12 @@ final class Registrar {
      * An argument that does not convert to its parameter's type: names the parameter, the tool and
      * the type, with the converter's reason.
      */
-    static IllegalArgumentException notConvertible(
+    static InvalidToolInputException notConvertible(
             String parameter,
             String tool,
             com.fasterxml.jackson.databind.JavaType type,
             Exception reason) {
-        return new IllegalArgumentException(
+        return new InvalidToolInputException(
                 "argument `"
                         + parameter
                         + "` of `"
@@ -297,6 +297,8 @@ final class Registrar {
                         + type.toCanonical()
                         + ": "
                         + reason.getMessage(),
+                tool,
+                parameter,
                 reason);
     }
 

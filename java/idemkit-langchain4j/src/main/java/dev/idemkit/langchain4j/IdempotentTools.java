@@ -1,0 +1,509 @@
+package dev.idemkit.langchain4j;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.idemkit.IdempotencyContext;
+import dev.idemkit.IdempotencyException;
+import dev.idemkit.IdempotencyListener;
+import dev.idemkit.IdempotencyStore;
+import dev.idemkit.IdempotentOperation;
+import dev.idemkit.InMemoryIdempotencyStore;
+import dev.idemkit.InvalidToolInputException;
+import dev.idemkit.ToolMethod;
+import dev.langchain4j.agent.tool.P;
+import dev.langchain4j.agent.tool.Tool;
+import dev.langchain4j.agent.tool.ToolExecutionRequest;
+import dev.langchain4j.agent.tool.ToolMemoryId;
+import dev.langchain4j.agent.tool.ToolSpecification;
+import dev.langchain4j.agent.tool.ToolSpecifications;
+import dev.langchain4j.exception.ToolArgumentsException;
+import dev.langchain4j.exception.ToolExecutionException;
+import dev.langchain4j.invocation.InvocationContext;
+import dev.langchain4j.invocation.InvocationParameters;
+import dev.langchain4j.invocation.LangChain4jManaged;
+import dev.langchain4j.model.chat.request.json.JsonObjectSchema;
+import dev.langchain4j.model.chat.request.json.JsonSchemaElement;
+import dev.langchain4j.service.tool.AiServiceTool;
+import dev.langchain4j.service.tool.DefaultToolExecutor;
+import dev.langchain4j.service.tool.ToolExecutionResult;
+import dev.langchain4j.service.tool.ToolExecutor;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.lang.reflect.Parameter;
+import java.lang.reflect.UndeclaredThrowableException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.Function;
+
+/**
+ * LangChain4j tools made idempotent: the {@code @Tool} methods (LangChain4j's {@link Tool}) of some
+ * objects, each one that also carries idemkit's {@link dev.idemkit.Idempotent} (on the method or
+ * its class) run at most once per key when a model calls it through {@code AiServices}; the others
+ * run as LangChain4j runs them.
+ *
+ * <pre>{@code
+ * IdempotentTools tools = IdempotentTools.builder().tools(new Flights()).store(store).build();
+ * Assistant assistant =
+ *         AiServices.builder(Assistant.class)
+ *                 .chatModel(model)
+ *                 .chatMemoryProvider(id -> MessageWindowChatMemory.withMaxMessages(20))
+ *                 .tools(tools.aiServiceTools())
+ *                 .build();
+ * }</pre>
+ *
+ * <p>The key of a call is derived as for any idemkit call from the tool name, the tenant, the run
+ * and the model's arguments: the run is the chat memory id ({@code @MemoryId}; LangChain4j's {@code
+ * "default"} when the service has none), the tenant none, unless the builder is given others. An
+ * {@link IdempotencyContext} parameter is filled in by idemkit and left out of the tool's schema.
+ *
+ * <p>What the model reads: the tool's result as LangChain4j writes it ({@code "Success"} for a void
+ * tool, a {@code String} as it is, anything else as JSON), a repeat's remembered result the same
+ * way, and an idemkit refusal as the tool error text LangChain4j sends for a failed tool: {@link
+ * IdempotencyException#modelMessage()}, short and without the key, thrown as {@link
+ * IdempotentToolException}. Arguments that do not bind throw LangChain4j's {@link
+ * ToolArgumentsException} with idemkit's {@link InvalidToolInputException} (nothing ran), and a
+ * tool's own exception is LangChain4j's {@link ToolExecutionException} with it as the cause, as
+ * LangChain4j's own executor throws them.
+ *
+ * <p>Thread-safe; {@link #close()} frees the native tools (and the store the builder created).
+ */
+public final class IdempotentTools implements AutoCloseable {
+    /** The run of a call: the chat memory id as text ({@code null} without one). The default. */
+    public static final Function<InvocationContext, String> MEMORY_ID =
+            context ->
+                    context == null || context.chatMemoryId() == null
+                            ? null
+                            : context.chatMemoryId().toString();
+
+    private final List<AiServiceTool> tools;
+    private final List<IdempotentOperation<Object>> operations;
+    private final IdempotencyStore store;
+    private final InMemoryIdempotencyStore owned;
+
+    private IdempotentTools(
+            List<AiServiceTool> tools,
+            List<IdempotentOperation<Object>> operations,
+            IdempotencyStore store,
+            InMemoryIdempotencyStore owned) {
+        this.tools = Collections.unmodifiableList(tools);
+        this.operations = operations;
+        this.store = store;
+        this.owned = owned;
+    }
+
+    /**
+     * A builder.
+     *
+     * @return a builder with no tools, a new in-memory store, no tenant and the memory id as run
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * The tools for {@code AiServices.builder(...).tools(List<AiServiceTool>)}: specification,
+     * executor and return behaviour of every {@code @Tool} method of the objects.
+     *
+     * @return the tools; unmodifiable
+     */
+    public List<AiServiceTool> aiServiceTools() {
+        return tools;
+    }
+
+    /**
+     * The tools as {@code AiServices.builder(...).tools(Map<ToolSpecification, ToolExecutor>)}
+     * takes them (without their return behaviour; prefer {@link #aiServiceTools()}).
+     *
+     * @return specification to executor, in declaration order; unmodifiable
+     */
+    public Map<ToolSpecification, ToolExecutor> toolExecutors() {
+        Map<ToolSpecification, ToolExecutor> map = new LinkedHashMap<>();
+        for (AiServiceTool t : tools) {
+            map.put(t.toolSpecification(), t.toolExecutor());
+        }
+        return Collections.unmodifiableMap(map);
+    }
+
+    /**
+     * The store the records live in.
+     *
+     * @return the store given to the builder, or the in-memory store it created
+     */
+    public IdempotencyStore store() {
+        return store;
+    }
+
+    /**
+     * Frees the native tools, and the store if the builder created it; calls in flight finish
+     * first. Safe to call twice.
+     */
+    @Override
+    public void close() {
+        for (IdempotentOperation<Object> op : operations) {
+            op.close();
+        }
+        if (owned != null) {
+            owned.close();
+        }
+    }
+
+    /** Builds {@link IdempotentTools}. */
+    public static final class Builder {
+        private final List<Object> objects = new ArrayList<>();
+        private final List<IdempotencyListener> listeners = new ArrayList<>();
+        private IdempotencyStore store;
+        private Function<InvocationContext, String> tenant = context -> null;
+        private Function<InvocationContext, String> run = MEMORY_ID;
+        private ObjectMapper mapper;
+
+        private Builder() {}
+
+        /**
+         * Objects whose LangChain4j {@code @Tool} methods become tools (as {@code
+         * AiServices.tools(Object...)} takes them).
+         *
+         * @param objectsWithTools the objects
+         * @return this builder
+         */
+        public Builder tools(Object... objectsWithTools) {
+            for (Object o : objectsWithTools) {
+                objects.add(Objects.requireNonNull(o, "objectsWithTools"));
+            }
+            return this;
+        }
+
+        /**
+         * Where records live (Redis or PostgreSQL to deduplicate across processes); default a new
+         * in-memory store owned by the tools.
+         *
+         * @param store the store; it stays the caller's to close, after the tools
+         * @return this builder
+         */
+        public Builder store(IdempotencyStore store) {
+            this.store = store;
+            return this;
+        }
+
+        /**
+         * One tenant for every call.
+         *
+         * @param tenant the tenant, or {@code null} for none
+         * @return this builder
+         */
+        public Builder tenant(String tenant) {
+            this.tenant = context -> tenant;
+            return this;
+        }
+
+        /**
+         * The tenant of each call, from its invocation context (e.g. an {@code
+         * InvocationParameters} entry).
+         *
+         * @param tenant returns the tenant, or {@code null} for none
+         * @return this builder
+         */
+        public Builder tenant(Function<InvocationContext, String> tenant) {
+            this.tenant = Objects.requireNonNull(tenant, "tenant");
+            return this;
+        }
+
+        /**
+         * The run of each call: one conversation, whose repeats are deduplicated. Default {@link
+         * #MEMORY_ID}; {@code context -> null} makes calls repeat across conversations.
+         *
+         * @param run returns the run, or {@code null} for none
+         * @return this builder
+         */
+        public Builder run(Function<InvocationContext, String> run) {
+            this.run = Objects.requireNonNull(run, "run");
+            return this;
+        }
+
+        /**
+         * The mapper for arguments and results (default: idemkit's).
+         *
+         * @param mapper the mapper
+         * @return this builder
+         */
+        public Builder objectMapper(ObjectMapper mapper) {
+            this.mapper = mapper;
+            return this;
+        }
+
+        /**
+         * Calls {@code listener} with the events of the idempotent tools' calls (e.g. {@code
+         * IdempotencyMetrics} from idemkit-micrometer).
+         *
+         * @param listener the listener
+         * @return this builder
+         */
+        public Builder listener(IdempotencyListener listener) {
+            listeners.add(Objects.requireNonNull(listener, "listener"));
+            return this;
+        }
+
+        /**
+         * Reads the objects' tools and validates each idempotent one's policy in the core.
+         *
+         * @return the tools, open until {@link IdempotentTools#close()}
+         * @throws IllegalArgumentException an object without {@code @Tool} methods, a policy the
+         *     core refuses, two tools with one name, or an idempotent tool with a parameter that
+         *     LangChain4j fills in ({@code @ToolMemoryId}, {@code InvocationParameters}, ...) or a
+         *     {@code @P(defaultValue)} (idemkit binds only the model's arguments)
+         */
+        public IdempotentTools build() {
+            InMemoryIdempotencyStore created =
+                    store == null ? new InMemoryIdempotencyStore() : null;
+            IdempotencyStore s = store != null ? store : created;
+            List<AiServiceTool> tools = new ArrayList<>();
+            List<IdempotentOperation<Object>> operations = new ArrayList<>();
+            Set<String> names = new HashSet<>();
+            ObjectMapper m = mapper != null ? mapper : new ObjectMapper().findAndRegisterModules();
+            try {
+                for (Object object : objects) {
+                    List<Method> methods = toolMethods(object.getClass());
+                    if (methods.isEmpty()) {
+                        throw new IllegalArgumentException(
+                                "idemkit-langchain4j: "
+                                        + object.getClass().getName()
+                                        + " has no method annotated with LangChain4j's @Tool"
+                                        + " (dev.langchain4j.agent.tool.Tool)");
+                    }
+                    for (Method method : methods) {
+                        AiServiceTool tool = tool(object, method, s, operations, m);
+                        if (!names.add(tool.name())) {
+                            throw new IllegalArgumentException(
+                                    "idemkit-langchain4j: two tools are named `"
+                                            + tool.name()
+                                            + "`; give one another name with @Tool(name = ...)");
+                        }
+                        tools.add(tool);
+                    }
+                }
+            } catch (RuntimeException refused) {
+                for (IdempotentOperation<Object> op : operations) {
+                    op.close();
+                }
+                if (created != null) {
+                    created.close();
+                }
+                throw refused;
+            }
+            return new IdempotentTools(tools, operations, s, created);
+        }
+
+        private AiServiceTool tool(
+                Object object,
+                Method method,
+                IdempotencyStore s,
+                List<IdempotentOperation<Object>> operations,
+                ObjectMapper m) {
+            Tool annotation = method.getAnnotation(Tool.class);
+            String name = annotation.name().isBlank() ? method.getName() : annotation.name();
+            String description = String.join("\n", annotation.value());
+            ToolMethod toolMethod =
+                    ToolMethod.of(object, method, name, description, Builder::memberName);
+            ToolSpecification specification = ToolSpecifications.toolSpecificationFrom(method);
+            ToolExecutor executor;
+            if (toolMethod.isIdempotent()) {
+                refuseFrameworkParameters(toolMethod);
+                specification = withoutContext(specification, toolMethod);
+                IdempotentOperation.Builder<Object> builder =
+                        IdempotentOperation.builder(toolMethod).store(s);
+                if (mapper != null) {
+                    builder.objectMapper(mapper);
+                }
+                for (IdempotencyListener l : listeners) {
+                    builder.listener(l);
+                }
+                IdempotentOperation<Object> operation = builder.build();
+                operations.add(operation);
+                executor = new Executor(operation, toolMethod.isVoid(), tenant, run, m);
+            } else {
+                executor =
+                        DefaultToolExecutor.builder()
+                                .object(object)
+                                .originalMethod(method)
+                                .methodToInvoke(method)
+                                .wrapToolArgumentsExceptions(true)
+                                .propagateToolExecutionExceptions(true)
+                                .build();
+            }
+            return AiServiceTool.builder()
+                    .toolSpecification(specification)
+                    .toolExecutor(executor)
+                    .returnBehavior(annotation.returnBehavior())
+                    .build();
+        }
+
+        /** The input member LangChain4j publishes for a parameter: its {@code @P(name)}. */
+        private static String memberName(Parameter p) {
+            P named = p.getAnnotation(P.class);
+            return named != null && !named.name().isBlank() ? named.name() : null;
+        }
+
+        private static void refuseFrameworkParameters(ToolMethod tool) {
+            for (Parameter p : tool.method().getParameters()) {
+                Class<?> type = p.getType();
+                String what = null;
+                if (p.isAnnotationPresent(ToolMemoryId.class)) {
+                    what = "LangChain4j's @ToolMemoryId";
+                } else if (InvocationParameters.class.isAssignableFrom(type)
+                        || type == InvocationContext.class
+                        || LangChain4jManaged.class.isAssignableFrom(type)) {
+                    what = "a " + type.getSimpleName() + " (LangChain4j fills it in)";
+                } else if (p.isAnnotationPresent(P.class)
+                        && !P.NO_DEFAULT.equals(p.getAnnotation(P.class).defaultValue())) {
+                    what = "a @P(defaultValue = ...) (idemkit binds the model's arguments as sent)";
+                }
+                if (what != null) {
+                    throw new IllegalArgumentException(
+                            "idemkit-langchain4j: tool `"
+                                    + tool.name()
+                                    + "` ("
+                                    + tool.method().getDeclaringClass().getName()
+                                    + "."
+                                    + tool.method().getName()
+                                    + "): parameter `"
+                                    + p.getName()
+                                    + "` is "
+                                    + what
+                                    + ", which an @Idempotent tool cannot take; take an"
+                                    + " IdempotencyContext parameter instead (its run() is the"
+                                    + " memory id, its tenant() the tenant), or give the default"
+                                    + " in the method body");
+                }
+            }
+        }
+
+        /** The specification without the IdempotencyContext parameters, which idemkit fills in. */
+        private static ToolSpecification withoutContext(ToolSpecification spec, ToolMethod tool) {
+            Parameter[] declared = tool.method().getParameters();
+            Set<String> context = new HashSet<>();
+            for (int i = 0; i < declared.length; i++) {
+                if (tool.isContextParameter(i)) {
+                    String named = memberName(declared[i]);
+                    context.add(named != null ? named : declared[i].getName());
+                }
+            }
+            JsonObjectSchema parameters = spec.parameters();
+            if (context.isEmpty() || parameters == null) {
+                return spec;
+            }
+            Map<String, JsonSchemaElement> properties =
+                    new LinkedHashMap<>(parameters.properties());
+            properties.keySet().removeAll(context);
+            List<String> required = new ArrayList<>(parameters.required());
+            required.removeAll(context);
+            JsonObjectSchema kept =
+                    properties.isEmpty()
+                            ? null
+                            : JsonObjectSchema.builder()
+                                    .description(parameters.description())
+                                    .addProperties(properties)
+                                    .required(required)
+                                    .additionalProperties(parameters.additionalProperties())
+                                    .definitions(parameters.definitions())
+                                    .build();
+            return spec.toBuilder().parameters(kept).build();
+        }
+
+        /**
+         * The {@code @Tool} methods of a class and its superclasses (a proxy's overrides find the
+         * annotated method they override), one per signature.
+         */
+        private static List<Method> toolMethods(Class<?> type) {
+            List<Method> found = new ArrayList<>();
+            Set<String> seen = new HashSet<>();
+            for (Class<?> c = type; c != null && c != Object.class; c = c.getSuperclass()) {
+                for (Method method : c.getDeclaredMethods()) {
+                    if (method.isBridge()
+                            || method.isSynthetic()
+                            || Modifier.isStatic(method.getModifiers())
+                            || !method.isAnnotationPresent(Tool.class)) {
+                        continue;
+                    }
+                    String signature =
+                            method.getName() + Arrays.toString(method.getParameterTypes());
+                    if (seen.add(signature)) {
+                        found.add(method);
+                    }
+                }
+            }
+            return found;
+        }
+    }
+
+    /** Runs an idempotent tool for LangChain4j: binds, deduplicates, writes the result as text. */
+    private static final class Executor implements ToolExecutor {
+        private final IdempotentOperation<Object> operation;
+        private final boolean isVoid;
+        private final Function<InvocationContext, String> tenant;
+        private final Function<InvocationContext, String> run;
+        private final ObjectMapper mapper;
+
+        Executor(
+                IdempotentOperation<Object> operation,
+                boolean isVoid,
+                Function<InvocationContext, String> tenant,
+                Function<InvocationContext, String> run,
+                ObjectMapper mapper) {
+            this.operation = operation;
+            this.isVoid = isVoid;
+            this.tenant = tenant;
+            this.run = run;
+            this.mapper = mapper;
+        }
+
+        @Override
+        public String execute(ToolExecutionRequest request, Object memoryId) {
+            return executeWithContext(
+                            request, InvocationContext.builder().chatMemoryId(memoryId).build())
+                    .resultText();
+        }
+
+        @Override
+        public ToolExecutionResult executeWithContext(
+                ToolExecutionRequest request, InvocationContext context) {
+            String arguments = request.arguments();
+            if (arguments == null || arguments.isBlank()) {
+                arguments = "{}";
+            }
+            Object result;
+            try {
+                result = operation.call(tenant.apply(context), run.apply(context), arguments);
+            } catch (InvalidToolInputException refused) {
+                throw new ToolArgumentsException(refused.getMessage(), refused);
+            } catch (IdempotencyException refused) {
+                throw new IdempotentToolException(refused);
+            } catch (UndeclaredThrowableException checked) {
+                throw new ToolExecutionException(checked.getCause());
+            } catch (RuntimeException failed) {
+                throw new ToolExecutionException(failed);
+            }
+            return ToolExecutionResult.builder().result(result).resultText(text(result)).build();
+        }
+
+        /** The result as LangChain4j's own executor writes it. */
+        private String text(Object result) {
+            if (isVoid) {
+                return "Success";
+            }
+            if (result instanceof String) {
+                return (String) result;
+            }
+            try {
+                return mapper.writeValueAsString(result);
+            } catch (JsonProcessingException e) {
+                throw new ToolExecutionException(e);
+            }
+        }
+    }
+}

@@ -1,0 +1,418 @@
+package dev.idemkit.springai;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.idemkit.IdempotencyListener;
+import dev.idemkit.IdempotencyStore;
+import dev.idemkit.IdempotentOperation;
+import dev.idemkit.InMemoryIdempotencyStore;
+import dev.idemkit.ToolMethod;
+import java.lang.reflect.Method;
+import java.lang.reflect.Parameter;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.Function;
+import org.springframework.ai.chat.memory.ChatMemory;
+import org.springframework.ai.chat.model.ToolContext;
+import org.springframework.ai.tool.ToolCallback;
+import org.springframework.ai.tool.ToolCallbackProvider;
+import org.springframework.ai.tool.annotation.Tool;
+import org.springframework.ai.tool.definition.DefaultToolDefinition;
+import org.springframework.ai.tool.definition.ToolDefinition;
+import org.springframework.ai.tool.metadata.ToolMetadata;
+import org.springframework.ai.tool.method.MethodToolCallback;
+import org.springframework.ai.tool.support.ToolDefinitions;
+import org.springframework.ai.tool.support.ToolUtils;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.core.annotation.AnnotationUtils;
+import org.springframework.util.ClassUtils;
+import org.springframework.util.ReflectionUtils;
+
+/**
+ * Spring AI tools made idempotent: the {@code @Tool} methods (Spring AI's {@link Tool}) of some
+ * objects as {@link ToolCallback}s, where each one that also carries idemkit's {@link
+ * dev.idemkit.Idempotent} (on the method or its class) is an {@link IdempotentToolCallback} and
+ * runs at most once per key; the others are Spring AI's own {@link MethodToolCallback}s. Use it
+ * where {@code MethodToolCallbackProvider} or {@code .tools(object)} would go:
+ *
+ * <pre>{@code
+ * IdempotentToolCallbacks tools =
+ *         IdempotentToolCallbacks.builder().toolObjects(new Flights()).store(store).build();
+ * chatClient.prompt()
+ *         .user("Book me on BA117")
+ *         .toolCallbacks(tools.getToolCallbacks())
+ *         .toolContext(Map.of(ChatMemory.CONVERSATION_ID, "conversation-42"))
+ *         .call()
+ *         .content();
+ * }</pre>
+ *
+ * <p>The key of a call is derived from the tool name, the tenant, the run and the model's
+ * arguments. The run is the {@link ToolContext} entry {@link ChatMemory#CONVERSATION_ID} (the
+ * conversation id Spring AI's chat memory uses), the tenant its entry {@link #TENANT}, unless the
+ * builder is given others ({@link #toolContext(String, String)} makes both entries). An {@code
+ * IdempotencyContext} parameter is filled in by idemkit and left out of the tool's input schema; a
+ * {@code ToolContext} parameter is refused in an idempotent tool (take an {@code
+ * IdempotencyContext}).
+ *
+ * <p>Thread-safe; {@link #close()} frees the native tools (and the store the builder created).
+ */
+public final class IdempotentToolCallbacks implements ToolCallbackProvider, AutoCloseable {
+    /** The tool context entry the tenant is read from by default. */
+    public static final String TENANT = "idemkit.tenant";
+
+    /** The default tenant: the {@link #TENANT} entry of the tool context. */
+    public static final Function<ToolContext, String> TENANT_ENTRY = fromToolContext(TENANT);
+
+    /** The default run: the {@link ChatMemory#CONVERSATION_ID} entry of the tool context. */
+    public static final Function<ToolContext, String> CONVERSATION_ID =
+            fromToolContext(ChatMemory.CONVERSATION_ID);
+
+    private final ToolCallback[] callbacks;
+    private final List<IdempotentOperation<Object>> operations;
+    private final IdempotencyStore store;
+    private final InMemoryIdempotencyStore owned;
+
+    private IdempotentToolCallbacks(
+            ToolCallback[] callbacks,
+            List<IdempotentOperation<Object>> operations,
+            IdempotencyStore store,
+            InMemoryIdempotencyStore owned) {
+        this.callbacks = callbacks;
+        this.operations = operations;
+        this.store = store;
+        this.owned = owned;
+    }
+
+    /**
+     * A builder.
+     *
+     * @return a builder with no tools, a new in-memory store, {@link #TENANT_ENTRY} as tenant and
+     *     {@link #CONVERSATION_ID} as run
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * A tenant or run read from a {@link ToolContext} entry.
+     *
+     * @param key the entry's key
+     * @return the entry as text, or {@code null} without a context or entry
+     */
+    public static Function<ToolContext, String> fromToolContext(String key) {
+        Objects.requireNonNull(key, "key");
+        return context -> {
+            if (context == null) {
+                return null;
+            }
+            Object value = context.getContext().get(key);
+            return value == null ? null : value.toString();
+        };
+    }
+
+    /**
+     * The tools: an {@link IdempotentToolCallback} per idempotent method, a Spring AI {@link
+     * MethodToolCallback} per other.
+     *
+     * @return a copy of the callbacks
+     */
+    @Override
+    public ToolCallback[] getToolCallbacks() {
+        return callbacks.clone();
+    }
+
+    /**
+     * The store the records live in.
+     *
+     * @return the store given to the builder, or the in-memory store it created
+     */
+    public IdempotencyStore store() {
+        return store;
+    }
+
+    /**
+     * Frees the native tools, and the store if the builder created it; calls in flight finish
+     * first. Safe to call twice.
+     */
+    @Override
+    public void close() {
+        for (IdempotentOperation<Object> op : operations) {
+            op.close();
+        }
+        if (owned != null) {
+            owned.close();
+        }
+    }
+
+    /** Builds {@link IdempotentToolCallbacks}. */
+    public static final class Builder {
+        private static final ObjectMapper JSON = new ObjectMapper();
+
+        private final List<Object> objects = new ArrayList<>();
+        private final List<IdempotencyListener> listeners = new ArrayList<>();
+        private IdempotencyStore store;
+        private Function<ToolContext, String> tenant = TENANT_ENTRY;
+        private Function<ToolContext, String> run = CONVERSATION_ID;
+        private ObjectMapper mapper;
+
+        private Builder() {}
+
+        /**
+         * Objects whose Spring AI {@code @Tool} methods become tools (Spring AOP proxies are read
+         * through to their class).
+         *
+         * @param toolObjects the objects
+         * @return this builder
+         */
+        public Builder toolObjects(Object... toolObjects) {
+            for (Object o : toolObjects) {
+                objects.add(Objects.requireNonNull(o, "toolObjects"));
+            }
+            return this;
+        }
+
+        /**
+         * Where records live; default a new in-memory store owned by the callbacks.
+         *
+         * @param store the store; it stays the caller's to close, after the callbacks
+         * @return this builder
+         */
+        public Builder store(IdempotencyStore store) {
+            this.store = store;
+            return this;
+        }
+
+        /**
+         * One tenant for every call.
+         *
+         * @param tenant the tenant, or {@code null} for none
+         * @return this builder
+         */
+        public Builder tenant(String tenant) {
+            this.tenant = context -> tenant;
+            return this;
+        }
+
+        /**
+         * The tenant of each call, from its tool context (e.g. {@link #fromToolContext}).
+         *
+         * @param tenant returns the tenant, or {@code null} for none
+         * @return this builder
+         */
+        public Builder tenant(Function<ToolContext, String> tenant) {
+            this.tenant = Objects.requireNonNull(tenant, "tenant");
+            return this;
+        }
+
+        /**
+         * The run of each call (one conversation), from its tool context; default {@link
+         * #CONVERSATION_ID}. {@code context -> null} makes calls repeat across conversations.
+         *
+         * @param run returns the run, or {@code null} for none
+         * @return this builder
+         */
+        public Builder run(Function<ToolContext, String> run) {
+            this.run = Objects.requireNonNull(run, "run");
+            return this;
+        }
+
+        /**
+         * The mapper for arguments and results (default: idemkit's).
+         *
+         * @param mapper the mapper
+         * @return this builder
+         */
+        public Builder objectMapper(ObjectMapper mapper) {
+            this.mapper = mapper;
+            return this;
+        }
+
+        /**
+         * Calls {@code listener} with the events of the idempotent tools' calls (e.g. {@code
+         * IdempotencyMetrics}).
+         *
+         * @param listener the listener
+         * @return this builder
+         */
+        public Builder listener(IdempotencyListener listener) {
+            listeners.add(Objects.requireNonNull(listener, "listener"));
+            return this;
+        }
+
+        /**
+         * Reads the objects' tools and validates each idempotent one's policy in the core.
+         *
+         * @return the callbacks, open until {@link IdempotentToolCallbacks#close()}
+         * @throws IllegalArgumentException an object without {@code @Tool} methods, two tools with
+         *     one name, a policy the core refuses, or an idempotent tool taking a {@code
+         *     ToolContext}
+         */
+        public IdempotentToolCallbacks build() {
+            InMemoryIdempotencyStore created =
+                    store == null ? new InMemoryIdempotencyStore() : null;
+            IdempotencyStore s = store != null ? store : created;
+            List<ToolCallback> callbacks = new ArrayList<>();
+            List<IdempotentOperation<Object>> operations = new ArrayList<>();
+            Set<String> names = new HashSet<>();
+            try {
+                for (Object object : objects) {
+                    Class<?> type =
+                            AopUtils.isAopProxy(object)
+                                    ? AopUtils.getTargetClass(object)
+                                    : object.getClass();
+                    int found = 0;
+                    for (Method method : ReflectionUtils.getDeclaredMethods(type)) {
+                        if (AnnotationUtils.findAnnotation(method, Tool.class) == null
+                                || !ReflectionUtils.USER_DECLARED_METHODS.matches(method)) {
+                            continue;
+                        }
+                        found++;
+                        ToolCallback callback = callback(object, method, s, operations);
+                        if (!names.add(callback.getToolDefinition().name())) {
+                            throw new IllegalArgumentException(
+                                    "idemkit-spring-ai: two tools are named `"
+                                            + callback.getToolDefinition().name()
+                                            + "`; give one another name with @Tool(name = ...)");
+                        }
+                        callbacks.add(callback);
+                    }
+                    if (found == 0) {
+                        throw new IllegalArgumentException(
+                                "idemkit-spring-ai: "
+                                        + type.getName()
+                                        + " has no method annotated with Spring AI's @Tool"
+                                        + " (org.springframework.ai.tool.annotation.Tool)");
+                    }
+                }
+            } catch (RuntimeException refused) {
+                for (IdempotentOperation<Object> op : operations) {
+                    op.close();
+                }
+                if (created != null) {
+                    created.close();
+                }
+                throw refused;
+            }
+            return new IdempotentToolCallbacks(
+                    callbacks.toArray(new ToolCallback[0]), operations, s, created);
+        }
+
+        private ToolCallback callback(
+                Object object,
+                Method method,
+                IdempotencyStore s,
+                List<IdempotentOperation<Object>> operations) {
+            ToolDefinition definition = ToolDefinitions.from(method);
+            ToolMetadata metadata = ToolMetadata.from(method);
+            ToolMethod tool =
+                    ToolMethod.of(object, method, definition.name(), definition.description());
+            if (!tool.isIdempotent()) {
+                return MethodToolCallback.builder()
+                        .toolDefinition(definition)
+                        .toolMetadata(metadata)
+                        .toolMethod(method)
+                        .toolObject(object)
+                        .toolCallResultConverter(ToolUtils.getToolCallResultConverter(method))
+                        .build();
+            }
+            Parameter[] declared = method.getParameters();
+            Set<String> context = new HashSet<>();
+            for (int i = 0; i < declared.length; i++) {
+                if (ClassUtils.isAssignable(ToolContext.class, declared[i].getType())) {
+                    throw new IllegalArgumentException(
+                            "idemkit-spring-ai: tool `"
+                                    + tool.name()
+                                    + "` ("
+                                    + method.getDeclaringClass().getName()
+                                    + "."
+                                    + method.getName()
+                                    + "): parameter `"
+                                    + declared[i].getName()
+                                    + "` is a ToolContext, which an @Idempotent tool cannot take;"
+                                    + " take an IdempotencyContext parameter instead (its run() and"
+                                    + " tenant() are the call's)");
+                }
+                if (tool.isContextParameter(i)) {
+                    context.add(declared[i].getName());
+                }
+            }
+            IdempotentOperation.Builder<Object> builder =
+                    IdempotentOperation.builder(tool).store(s);
+            if (mapper != null) {
+                builder.objectMapper(mapper);
+            }
+            for (IdempotencyListener l : listeners) {
+                builder.listener(l);
+            }
+            IdempotentOperation<Object> operation = builder.build();
+            operations.add(operation);
+            return new IdempotentToolCallback(
+                    withoutContext(definition, context),
+                    metadata,
+                    operation,
+                    ToolUtils.getToolCallResultConverter(method),
+                    method.getGenericReturnType(),
+                    tenant,
+                    run);
+        }
+
+        /** The definition without the IdempotencyContext members, which idemkit fills in. */
+        private static ToolDefinition withoutContext(ToolDefinition definition, Set<String> names) {
+            if (names.isEmpty()) {
+                return definition;
+            }
+            try {
+                JsonNode schema = JSON.readTree(definition.inputSchema());
+                if (schema.get("properties") instanceof ObjectNode) {
+                    ((ObjectNode) schema.get("properties")).remove(names);
+                }
+                if (schema.get("required") instanceof ArrayNode) {
+                    Iterator<JsonNode> required = schema.get("required").elements();
+                    while (required.hasNext()) {
+                        if (names.contains(required.next().asText())) {
+                            required.remove();
+                        }
+                    }
+                }
+                return DefaultToolDefinition.builder()
+                        .name(definition.name())
+                        .description(definition.description())
+                        .inputSchema(JSON.writeValueAsString(schema))
+                        .build();
+            } catch (JsonProcessingException e) {
+                throw new IllegalStateException(
+                        "idemkit-spring-ai: the input schema of `"
+                                + definition.name()
+                                + "` is not JSON: "
+                                + e.getOriginalMessage(),
+                        e);
+            }
+        }
+    }
+
+    /**
+     * The entries idemkit reads from a tool context, for a chat client's {@code .toolContext(...)}.
+     *
+     * @param tenant the tenant, or {@code null}
+     * @param conversation the conversation (the run), or {@code null}
+     * @return the entries: {@link ChatMemory#CONVERSATION_ID} and, given, {@code "idemkit.tenant"}
+     */
+    public static Map<String, Object> toolContext(String tenant, String conversation) {
+        Map<String, Object> entries = new java.util.LinkedHashMap<>();
+        if (conversation != null) {
+            entries.put(ChatMemory.CONVERSATION_ID, conversation);
+        }
+        if (tenant != null) {
+            entries.put(TENANT, tenant);
+        }
+        return entries;
+    }
+}
