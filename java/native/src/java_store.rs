@@ -10,8 +10,9 @@
 //! is polled there, inside its `block_on` step). Settling in the background (SPEC v1.1 rule 4)
 //! runs on runtime threads: those are attached to the JVM as *daemon* threads (so they never
 //! keep the JVM from exiting) and detached when they end; the operation runs in
-//! `block_in_place`, so a slow JDBC call moves the runtime's other work to another thread
-//! instead of stalling it.
+//! `block_in_place` on the shared runtime's workers, so a slow JDBC call moves the runtime's
+//! other work to another thread instead of stalling it (on a caller lane, which serves one call
+//! at a time, it simply blocks the lane).
 //!
 //! **Errors.** A Java exception thrown by the store becomes a store error (kind
 //! `STORE_UNAVAILABLE`) carrying the exception's class and message; it is caught and cleared
@@ -109,7 +110,17 @@ impl JavaStore {
     ) -> Result<A, StoreError> {
         let request = serde_json::to_string(request)
             .map_err(|e| StoreError::unavailable(format!("cannot encode a store request: {e}")))?;
-        let answer = tokio::task::block_in_place(|| self.call_java(op, &request))?;
+        // On a worker of the shared (multi-threaded) runtime, a slow store call moves that
+        // worker's other work elsewhere first. A caller lane is single-threaded and belongs to
+        // this one call (`idemkit::runtime::block_on_caller`), so there the call simply blocks
+        // it (`block_in_place` would panic on it).
+        let multi_threaded = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let answer = if multi_threaded {
+            tokio::task::block_in_place(|| self.call_java(op, &request))?
+        } else {
+            self.call_java(op, &request)?
+        };
         serde_json::from_str(&answer).map_err(|e| {
             StoreError::Corrupt(format!(
                 "{} answered {op:?} with {answer:?}, which is not a store answer: {e}",
