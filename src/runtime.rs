@@ -18,7 +18,7 @@
 //! entry for the steps of a call, runs the step instead on a *lane*: one of a few small
 //! single-threaded runtimes, borrowed for the step, whose `block_on` the caller's own thread
 //! drives, socket I/O included. The Redis and PostgreSQL stores keep one connection per lane
-//! (made on first use there, see [`LaneLocal`]), so a call costs the caller's own system calls
+//! (made on first use there, see `LaneLocal`), so a call costs the caller's own system calls
 //! and no handoff. There are [`lanes`] of them per process (`IDEMKIT_CALLER_LANES`, default
 //! [`DEFAULT_LANES`]; 0 turns them off); when every lane is busy a step runs on the shared
 //! runtime as before, so the connections stay bounded: per store, one per lane plus the
@@ -194,7 +194,7 @@ pub fn lanes() -> usize {
 /// A caller lane: a single-threaded runtime that one caller at a time borrows and drives.
 struct Lane {
     #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
-    /// Unique in the process and its forked children (never reused): what [`LaneLocal`] keys by.
+    /// Unique in the process and its forked children (never reused): what `LaneLocal` keys by.
     id: u64,
     runtime: Runtime,
     busy: AtomicBool,

@@ -165,7 +165,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
     public T call(String tenant, String run, String jsonInput, Body<? extends T> body) {
         Objects.requireNonNull(jsonInput, "jsonInput");
         Objects.requireNonNull(body, "body");
-        return invoke(tenant, run, keyInput(JsonInput::ofText, jsonInput), null, body::run);
+        return invoke(tenant, run, keyInput(JsonInput::ofText, jsonInput), null, null, body::run);
     }
 
     /**
@@ -180,7 +180,8 @@ public final class IdempotentOperation<T> implements AutoCloseable {
     public T call(String tenant, String run, Map<String, Object> input, Body<? extends T> body) {
         Objects.requireNonNull(body, "body");
         Map<String, Object> in = input == null ? Collections.emptyMap() : input;
-        return invoke(tenant, run, keyInput(i -> JsonInput.ofValue(i, name), in), null, body::run);
+        return invoke(
+                tenant, run, keyInput(i -> JsonInput.ofValue(i, name), in), null, null, body::run);
     }
 
     /**
@@ -213,7 +214,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                     name,
                     null);
         }
-        return invoke(tenant, run, JsonInput.ofString(key), key, body::run);
+        return invoke(tenant, run, JsonInput.ofString(key), null, key, body::run);
     }
 
     /**
@@ -232,6 +233,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         RegisteredTool t = requireTool();
         Objects.requireNonNull(jsonInput, "jsonInput");
         JsonInput json = null;
+        JsonInput payload = null;
         String supplied = null;
         JsonNode parsed = null;
         switch (t.strategy) {
@@ -249,6 +251,9 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                 }
                 supplied = Registrar.suppliedKey(t.name, t.supplier, JsonWire.map(parsed));
                 json = JsonInput.ofString(supplied);
+                // The whole input: a repeat of the key with another one is refused (SPEC v1.1
+                // rule 9).
+                payload = JsonInput.ofText(jsonInput);
                 break;
             default:
                 break;
@@ -259,6 +264,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                         tenant,
                         run,
                         json,
+                        payload,
                         supplied,
                         context -> {
                             JsonNode node =
@@ -283,6 +289,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         RegisteredTool t = requireTool();
         Map<String, Object> in = input == null ? Collections.emptyMap() : input;
         JsonInput json = null;
+        JsonInput payload = null;
         String supplied = null;
         switch (t.strategy) {
             case HASH_INPUT:
@@ -291,6 +298,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
             case EXPLICIT:
                 supplied = Registrar.suppliedKey(t.name, t.supplier, in);
                 json = JsonInput.ofString(supplied);
+                payload = JsonInput.ofValue(in, t.name);
                 break;
             default:
                 break;
@@ -300,6 +308,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                         tenant,
                         run,
                         json,
+                        payload,
                         supplied,
                         context -> t.invoke(notRun(() -> t.bind(in, context))));
     }
@@ -353,6 +362,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
             String tenant,
             String run,
             JsonInput json,
+            JsonInput payload,
             String supplied,
             IdempotentInvoker.Body body) {
         NativeContext context =
@@ -362,7 +372,14 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         try {
             return (T)
                     IdempotentInvoker.invoke(
-                            registrar.store, nativeTool, context, json, supplied, body, codec);
+                            registrar.store,
+                            nativeTool,
+                            context,
+                            json,
+                            payload,
+                            supplied,
+                            body,
+                            codec);
         } finally {
             registrar.exit();
             Reference.reachabilityFence(context);
