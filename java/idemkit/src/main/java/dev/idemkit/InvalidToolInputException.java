@@ -13,7 +13,10 @@ package dev.idemkit;
 public class InvalidToolInputException extends IllegalArgumentException {
     private static final long serialVersionUID = 1L;
 
+    /** The tool whose input did not bind. */
     private final String tool;
+
+    /** The argument that did not bind, or {@code null} when the input as a whole did not. */
     private final String argument;
 
     /**

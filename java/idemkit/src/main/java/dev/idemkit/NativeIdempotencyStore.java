@@ -50,7 +50,13 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
      * A store whose operations are written in Java, driven by the native executor through upcalls
      * (see {@link dev.idemkit.spi.StoreOperations}).
      */
-    NativeIdempotencyStore(dev.idemkit.spi.StoreOperations operations) {
+    /**
+     * A store written in Java (see {@link IdempotencyStore#of}), for subclasses in other packages
+     * of this library ({@code dev.idemkit.jedis}).
+     *
+     * @param operations the store operations the core drives
+     */
+    protected NativeIdempotencyStore(dev.idemkit.spi.StoreOperations operations) {
         java.util.Objects.requireNonNull(operations, "operations");
         String described = java.util.Objects.requireNonNull(operations.describe(), "describe()");
         long h =
@@ -237,5 +243,15 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
                 + description
                 + (isClosed() ? ", closed" : "")
                 + "]";
+    }
+
+    /**
+     * The native Redis store's Lua scripts, as name/text pairs, for the Jedis store ({@code
+     * dev.idemkit.jedis}): one source for both clients.
+     *
+     * @return {@code [name0, text0, name1, text1, ...]}
+     */
+    protected static String[] redisScriptSources() {
+        return NativeBridge.redisScripts();
     }
 }

@@ -76,7 +76,8 @@ class JavaStoreSharingTest {
         String url = Services.url("IDEMKIT_REDIS_URL", "Jedis sharing");
         try (redis.clients.jedis.RedisClient client =
                         redis.clients.jedis.RedisClient.create(java.net.URI.create(url));
-                RedisIdempotencyStore java = new RedisIdempotencyStore(client);
+                dev.idemkit.jedis.RedisIdempotencyStore java =
+                        new dev.idemkit.jedis.RedisIdempotencyStore(client);
                 RedisIdempotencyStore rust = new RedisIdempotencyStore(url)) {
             shareOneKey(java, rust);
         }
@@ -91,7 +92,8 @@ class JavaStoreSharingTest {
         }
         try (redis.clients.jedis.RedisClusterClient client =
                         redis.clients.jedis.RedisClusterClient.create(nodes);
-                RedisIdempotencyStore java = new RedisIdempotencyStore(client);
+                dev.idemkit.jedis.RedisIdempotencyStore java =
+                        new dev.idemkit.jedis.RedisIdempotencyStore(client);
                 RedisIdempotencyStore rust = new RedisIdempotencyStore(url)) {
             shareOneKey(java, rust);
         }

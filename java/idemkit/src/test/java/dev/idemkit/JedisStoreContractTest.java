@@ -15,7 +15,7 @@ class JedisStoreContractTest extends IdempotencyStoreContract {
                     RedisClient.create(
                             URI.create(Services.url("IDEMKIT_REDIS_URL", "Jedis store")));
         }
-        return new RedisIdempotencyStore(client, "idemkit-jedis-test:");
+        return new dev.idemkit.jedis.RedisIdempotencyStore(client, "idemkit-jedis-test:");
     }
 
     @AfterAll

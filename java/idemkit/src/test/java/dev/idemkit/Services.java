@@ -40,7 +40,7 @@ final class Services {
         // The stores written in Java, over the application's own clients, on the same servers.
         java.util.function.Supplier<IdempotencyStore> jedis =
                 () ->
-                        new RedisIdempotencyStore(
+                        new dev.idemkit.jedis.RedisIdempotencyStore(
                                 JavaClients.redisClient(what + " Jedis"), "idemkit-jedis-test:");
         java.util.function.Supplier<IdempotencyStore> jdbc =
                 () -> {

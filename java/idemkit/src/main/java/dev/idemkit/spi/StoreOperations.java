@@ -6,8 +6,8 @@ package dev.idemkit.spi;
  * and give that to {@code ToolDispatcher} or {@code WebServiceExecutor}: the native executor owns
  * the whole protocol (waiting, deadlines, leases, settling and its retries, effect kinds,
  * fingerprints) and calls these operations; they only keep records. idemkit's own {@code
- * PostgresIdempotencyStore(DataSource)} and {@code RedisIdempotencyStore(RedisClient)} are built
- * this way.
+ * PostgresIdempotencyStore(DataSource)} and {@code
+ * dev.idemkit.jedis.RedisIdempotencyStore(RedisClient)} are built this way.
  *
  * <p><b>The rules.</b>
  *

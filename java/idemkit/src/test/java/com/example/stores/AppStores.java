@@ -2,7 +2,7 @@ package com.example.stores;
 
 import dev.idemkit.IdempotencyStore;
 import dev.idemkit.PostgresIdempotencyStore;
-import dev.idemkit.RedisIdempotencyStore;
+import dev.idemkit.jedis.RedisIdempotencyStore;
 import javax.sql.DataSource;
 import redis.clients.jedis.RedisClient;
 

@@ -1,4 +1,4 @@
-package dev.idemkit;
+package dev.idemkit.jedis;
 
 import dev.idemkit.spi.ClaimRequest;
 import dev.idemkit.spi.ClaimResult;
@@ -63,10 +63,9 @@ final class JedisStoreOperations implements StoreOperations {
     private final String prefix;
     private final Map<String, Script> scripts = new HashMap<>();
 
-    JedisStoreOperations(UnifiedJedis client, String prefix) {
+    JedisStoreOperations(UnifiedJedis client, String prefix, String[] pairs) {
         this.client = java.util.Objects.requireNonNull(client, "client");
         this.prefix = prefix == null ? "idemkit:" : prefix;
-        String[] pairs = NativeBridge.redisScripts();
         for (int i = 0; i + 1 < pairs.length; i += 2) {
             scripts.put(pairs[i], new Script(pairs[i + 1]));
         }
@@ -349,7 +348,7 @@ final class JedisStoreOperations implements StoreOperations {
         String outcome = f.get("outcome");
         String kind = f.get("outcome_kind");
         if (outcome != null && kind == null) {
-            kind = JdbcStoreOperations.kind(outcome);
+            kind = outcomeKind(outcome);
         }
         return new StoredRecord(
                 format,
@@ -374,5 +373,24 @@ final class JedisStoreOperations implements StoreOperations {
             throw new IllegalStateException("record " + key + " has no `" + field + "`");
         }
         return v;
+    }
+
+    private static final com.fasterxml.jackson.core.JsonFactory JSON =
+            new com.fasterxml.jackson.core.JsonFactory();
+
+    /**
+     * An outcome's kind, for a record written before the {@code outcome_kind} field: the one member
+     * name of its JSON object ({@code {"success": ...}}).
+     */
+    private static String outcomeKind(String outcome) {
+        try (com.fasterxml.jackson.core.JsonParser p = JSON.createParser(outcome)) {
+            if (p.nextToken() == com.fasterxml.jackson.core.JsonToken.START_OBJECT
+                    && p.nextToken() == com.fasterxml.jackson.core.JsonToken.FIELD_NAME) {
+                return p.currentName();
+            }
+        } catch (java.io.IOException e) {
+            // Falls through: not an outcome.
+        }
+        throw new IllegalStateException("a record holds an unreadable outcome");
     }
 }
