@@ -362,7 +362,14 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         try {
             return (T)
                     IdempotentInvoker.invoke(
-                            registrar.store, nativeTool, context, json, supplied, body, codec);
+                            registrar.store,
+                            nativeTool,
+                            context,
+                            json,
+                            null,
+                            supplied,
+                            body,
+                            codec);
         } finally {
             registrar.exit();
             Reference.reachabilityFence(context);
