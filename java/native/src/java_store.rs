@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 use async_trait::async_trait;
 use idemkit::store::{
     Claim, ClaimReply, ClaimRequest, Completion, ListFilter, Page, RecordId, Resolution, Resolved,
-    Store, DEFAULT_MAX_OUTCOME_BYTES,
+    Store, TakeOver, TakeOverRequest, DEFAULT_MAX_OUTCOME_BYTES,
 };
 use idemkit::{Outcome, Record, RecordState, Status, StoreError, Token};
 use jni::objects::{JClass, JMethodID, JObject, JString, JValue};
@@ -45,6 +45,7 @@ enum Op {
     Delete = 6,
     Forget = 7,
     Purge = 8,
+    TakeOver = 9,
 }
 
 /// `StoreBridge.call`, looked up once (on the class of the first bridge; every bridge is a
@@ -364,6 +365,26 @@ struct Count {
 }
 
 #[derive(Serialize)]
+struct TakeOverWire<'a> {
+    tenant: Option<&'a str>,
+    key: String,
+    expected: String,
+    token: String,
+    lease_ms: u64,
+    ttl_ms: u64,
+}
+
+#[derive(Deserialize)]
+struct TakeOverAnswer {
+    now: i64,
+    supported: bool,
+    acquired: bool,
+    #[serde(default)]
+    lease_end: i64,
+    record: Option<WireRecord>,
+}
+
+#[derive(Serialize)]
 struct TenantWire<'a> {
     tenant: Option<&'a str>,
 }
@@ -547,6 +568,40 @@ impl Store for JavaStore {
                 self.description
             ))),
         }
+    }
+
+    async fn take_over(&self, request: &TakeOverRequest<'_>) -> Result<TakeOver, StoreError> {
+        let answer: TakeOverAnswer = self.upcall(
+            Op::TakeOver,
+            &TakeOverWire {
+                tenant: request.id.tenant,
+                key: request.id.key.hex(),
+                expected: request.expected.hex(),
+                token: request.token.hex(),
+                lease_ms: request.lease_ms,
+                ttl_ms: request.ttl_ms,
+            },
+        )?;
+        if !answer.supported {
+            return Ok(TakeOver::Unsupported);
+        }
+        if answer.acquired {
+            return Ok(TakeOver::Acquired {
+                lease_end: answer.lease_end,
+            });
+        }
+        let now = answer.now;
+        let found = record(answer.record, &self.description)?.filter(|r| !r.is_expired(now));
+        // What the found record means is the core's to say: a take-over sent again (after the
+        // store's own retry) finds the claim already under this very token.
+        Ok(match found {
+            Some(r) if r.state == RecordState::InProgress && r.token == request.token => {
+                TakeOver::Acquired {
+                    lease_end: r.lease_end,
+                }
+            }
+            other => TakeOver::Lost(other),
+        })
     }
 
     async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {

@@ -541,21 +541,8 @@ impl Store for PostgresStore {
 
     async fn take_over(&self, request: &TakeOverRequest<'_>) -> Result<TakeOver, StoreError> {
         // A rare action (an abandoned claim of a key-honouring tool): one UPDATE, not prepared
-        // with the hot statements. Of concurrent take-overs the first locks the row; the others
-        // re-check the WHERE on its new version (READ COMMITTED), find another token and change
-        // nothing.
-        let sql = format!(
-            "WITH now AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp()) AS t)
-UPDATE {} AS u SET token = $4::text, claimed_at = now.t,
-  lease_end = now.t + $5::bigint * interval '1 millisecond', ttl_ms = $6::bigint,
-  expires_at = now.t + ($5::bigint + $6::bigint) * interval '1 millisecond'
-FROM now
-WHERE u.tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END)
-  AND u.key = $2::text AND u.token = $3::text AND u.state = 'in_progress'
-  AND u.lease_end <= now.t AND u.expires_at > now.t
-RETURNING (extract(epoch from u.lease_end) * 1000)::bigint",
-            self.table
-        );
+        // with the hot statements.
+        let sql = sql::take_over_sql(&self.table);
         let key = request.id.key.hex();
         let expected = request.expected.hex();
         let token = request.token.hex();

@@ -67,7 +67,7 @@ pub fn schema_sql(table: &str) -> Result<String, StoreError> {
 
 /// The SQL of every statement of the store for `table` (validated), by name, with PostgreSQL's
 /// `$n` parameters, for a table with every migration of `sql/postgres/`: `claim`, `complete`,
-/// `release`, `get`, `list`, `newest`, `resolve`, `forget`, `purge` and `delete`.
+/// `release`, `get`, `list`, `newest`, `resolve`, `forget`, `purge`, `delete` and `take_over`.
 ///
 /// One text for every driver: the Java face's JDBC store (`PostgresIdempotencyStore(DataSource)`)
 /// runs these very statements, so that it and this store share one table and record format.
@@ -85,7 +85,29 @@ pub fn statements(table: &str) -> Result<Vec<(&'static str, String)>, StoreError
         ("forget", sql.forget),
         ("purge", sql.purge),
         ("delete", delete_sql(table)),
+        ("take_over", take_over_sql(table)),
     ])
+}
+
+/// The take-over of an abandoned claim (SPEC v1.1 rule 12): `$1` tenant, `$2` key, `$3` the
+/// expected (abandoned) token, `$4` the new token, `$5` lease_ms, `$6` ttl_ms. One UPDATE: of
+/// concurrent take-overs the first locks the row; the others re-check the WHERE on its new
+/// version (READ COMMITTED), find another token and change nothing. Answers one row, the new
+/// `lease_end` and the store's *now* (milliseconds), when it moved the token; none otherwise.
+pub(super) fn take_over_sql(table: &str) -> String {
+    format!(
+        "WITH {NOW_CTE}
+UPDATE {table} AS u SET token = $4::text, claimed_at = now.t,
+  lease_end = now.t + $5::bigint * interval '1 millisecond', ttl_ms = $6::bigint,
+  expires_at = now.t + ($5::bigint + $6::bigint) * interval '1 millisecond'
+FROM now
+WHERE u.tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END)
+  AND u.key = $2::text AND u.token = $3::text AND u.state = 'in_progress'
+  AND u.lease_end <= now.t AND u.expires_at > now.t
+RETURNING {}, {}",
+        ms("u.lease_end"),
+        ms("now.t"),
+    )
 }
 
 /// An operator's delete of one record, whatever its state; answers whether the row was live.

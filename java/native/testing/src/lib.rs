@@ -190,3 +190,32 @@ fn rust_call<'l>(
     let reply = serde_json::json!({ "ran": ran.into_inner(), "result": value });
     Ok(JString::from_str(env, reply.to_string())?)
 }
+
+/// The take-over checks of the core's store conformance suite (SPEC v1.1 rule 12:
+/// `idemkit::testing`) on the store behind `store` — for a Java-written store, through its
+/// upcalls: 16 concurrent take-overs of one abandoned claim have exactly one winner, and only an
+/// abandoned claim of the expected token is taken over. A failed check is a panic, which reaches
+/// Java as an error carrying its message.
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeTestSupport_takeOverConformance<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+) {
+    entry(&mut env, |_| {
+        // SAFETY: the Java caller holds the store open across this call (`NativeTestSupport`),
+        // and this library is the one that opened it.
+        let executor =
+            unsafe { executor_of(store) }.ok_or(Failure::NullHandle("the idempotency store"))?;
+        let store = executor.store().clone();
+        idemkit::runtime::block_on(async move {
+            idemkit::testing::concurrent_take_overs_of_an_abandoned_claim_have_exactly_one_winner(
+                store.clone(),
+            )
+            .await;
+            idemkit::testing::take_over_moves_only_an_abandoned_claim_of_the_expected_token(store)
+                .await;
+        });
+        Ok(())
+    })
+}

@@ -13,6 +13,8 @@ import dev.idemkit.spi.SettleResult;
 import dev.idemkit.spi.StoreOperations;
 import dev.idemkit.spi.StoredOutcome;
 import dev.idemkit.spi.StoredRecord;
+import dev.idemkit.spi.TakeOverRequest;
+import dev.idemkit.spi.TakeOverResult;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -248,6 +250,25 @@ final class JdbcStoreOperations implements StoreOperations {
                 "the record kept changing while it was being resolved in "
                         + describe()
                         + "; try again");
+    }
+
+    @Override
+    public TakeOverResult takeOver(TakeOverRequest r) {
+        Row row =
+                queryOne(
+                        "take_over",
+                        r.id().tenant(),
+                        r.id().key(),
+                        r.expectedToken(),
+                        r.token(),
+                        Math.min(r.leaseMs(), MAX_SPAN_MS),
+                        Math.min(r.ttlMs(), MAX_SPAN_MS));
+        if (row != null) {
+            return TakeOverResult.acquired(row.number(2), row.number(1));
+        }
+        // Not an abandoned claim of the expected token (any more): the live record, as it is now.
+        ReadResult now = get(r.id());
+        return TakeOverResult.lost(now.now(), now.record());
     }
 
     @Override

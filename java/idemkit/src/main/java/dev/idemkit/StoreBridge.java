@@ -14,6 +14,8 @@ import dev.idemkit.spi.SettleResult;
 import dev.idemkit.spi.StoreOperations;
 import dev.idemkit.spi.StoredOutcome;
 import dev.idemkit.spi.StoredRecord;
+import dev.idemkit.spi.TakeOverRequest;
+import dev.idemkit.spi.TakeOverResult;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 
@@ -33,6 +35,7 @@ final class StoreBridge {
     static final int DELETE = 6;
     static final int FORGET = 7;
     static final int PURGE = 8;
+    static final int TAKE_OVER = 9;
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -121,6 +124,23 @@ final class StoreBridge {
             case PURGE:
                 out.put("count", operations.purgeExpired());
                 break;
+            case TAKE_OVER:
+                {
+                    TakeOverResult r =
+                            operations.takeOver(
+                                    new TakeOverRequest(
+                                            id(in),
+                                            in.get("expected").asText(),
+                                            in.get("token").asText(),
+                                            in.get("lease_ms").asLong(),
+                                            in.get("ttl_ms").asLong()));
+                    out.put("now", r.now());
+                    out.put("supported", r.supported());
+                    out.put("acquired", r.acquired());
+                    out.put("lease_end", r.leaseEnd());
+                    putRecord(out, r.found());
+                    break;
+                }
             default:
                 throw new IllegalArgumentException("unknown store operation " + op);
         }

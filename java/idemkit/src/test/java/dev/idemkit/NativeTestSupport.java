@@ -69,4 +69,21 @@ final class NativeTestSupport {
             java.lang.ref.Reference.reachabilityFence(store);
         }
     }
+
+    /**
+     * The take-over checks of the core's store conformance suite ({@code idemkit::testing}, SPEC
+     * v1.1 rule 12) on the store behind {@code store}: 16 concurrent take-overs of one abandoned
+     * claim have exactly one winner; only an abandoned claim of the expected token is taken over. A
+     * failed check throws an error carrying its message.
+     */
+    private static native void takeOverConformance(long store);
+
+    /** {@link #takeOverConformance(long)} on an open store, which stays open during the checks. */
+    static void takeOverConformance(NativeIdempotencyStore store) {
+        try {
+            takeOverConformance(store.nativeHandle());
+        } finally {
+            java.lang.ref.Reference.reachabilityFence(store);
+        }
+    }
 }

@@ -7,8 +7,18 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.example.store.MapStoreOperations;
 import dev.idemkit.ChargeServer.Fault;
 import dev.idemkit.ChargeServer.Mode;
+import dev.idemkit.spi.ClaimRequest;
+import dev.idemkit.spi.ClaimResult;
+import dev.idemkit.spi.ListRequest;
+import dev.idemkit.spi.ListResult;
+import dev.idemkit.spi.ReadResult;
+import dev.idemkit.spi.RecordId;
+import dev.idemkit.spi.SettleResult;
+import dev.idemkit.spi.StoreOperations;
+import dev.idemkit.spi.StoredOutcome;
 import java.net.ServerSocket;
 import java.text.MessageFormat;
 import java.time.Duration;
@@ -108,7 +118,11 @@ class UpstreamKeyTest {
 
     /** An executor on its own in-memory store (an instance of its own). */
     private WebServiceExecutor executor(String baseUri, int attempts) {
-        InMemoryIdempotencyStore store = new InMemoryIdempotencyStore();
+        return executor(baseUri, attempts, new InMemoryIdempotencyStore());
+    }
+
+    /** An executor on {@code store}, closed after the test. */
+    private WebServiceExecutor executor(String baseUri, int attempts, IdempotencyStore store) {
         WebServiceExecutor ws =
                 WebServiceExecutor.builder()
                         .store(store)
@@ -260,9 +274,18 @@ class UpstreamKeyTest {
 
     @Test
     void after_a_timeout_a_key_honouring_action_takes_the_abandoned_claim_over() throws Exception {
+        takesTheAbandonedClaimOver(new InMemoryIdempotencyStore());
+    }
+
+    @Test
+    void a_store_written_in_java_takes_the_abandoned_claim_over_too() throws Exception {
+        takesTheAbandonedClaimOver(IdempotencyStore.of(new MapStoreOperations()));
+    }
+
+    private void takesTheAbandonedClaimOver(IdempotencyStore store) throws Exception {
         ChargeServer server = server(Mode.HONOURS);
         server.delay(700);
-        WebServiceExecutor ws = executor(server.baseUri(), 1);
+        WebServiceExecutor ws = executor(server.baseUri(), 1, store);
         Map<String, Object> input = Map.of("order", "o-8", "amount", 1200);
         IdempotencyTimeoutException cut =
                 assertThrows(
@@ -286,6 +309,91 @@ class UpstreamKeyTest {
         assertEquals(1, server.charges());
         assertTrue(ws.invokeForResponse("charge_in_time", input).replayed());
         assertEquals(2, server.requests());
+    }
+
+    @Test
+    void a_store_written_before_take_over_leaves_the_abandoned_claim_to_an_operator()
+            throws Exception {
+        ChargeServer server = server(Mode.HONOURS);
+        server.delay(700);
+        WebServiceExecutor ws =
+                executor(server.baseUri(), 1, IdempotencyStore.of(new WithoutTakeOver()));
+        Map<String, Object> input = Map.of("order", "o-10", "amount", 1200);
+        IdempotencyTimeoutException cut =
+                assertThrows(
+                        IdempotencyTimeoutException.class,
+                        () -> ws.invoke("charge_in_time", input));
+        while (server.charges() == 0 || !leaseOver()) {
+            Thread.sleep(50);
+        }
+        server.delay(0);
+        // The store answers the SPI's default (unsupported): the claim stays abandoned, as in v1.
+        IndeterminateOutcomeException abandoned =
+                assertThrows(
+                        IndeterminateOutcomeException.class,
+                        () -> ws.invoke("charge_in_time", input));
+        assertTrue(
+                abandoned.getMessage().contains("IdempotencyStore.releaseKey"),
+                abandoned.getMessage());
+        assertEquals(1, server.requests(), "nothing is sent again");
+        assertEquals(1, server.charges());
+        assertTrue(ws.store().releaseKey(null, cut.key()));
+    }
+
+    /** A store written against the SPI before {@code takeOver}: every other operation delegates. */
+    static final class WithoutTakeOver implements StoreOperations {
+        private final MapStoreOperations map = new MapStoreOperations();
+
+        @Override
+        public ClaimResult claim(ClaimRequest request) {
+            return map.claim(request);
+        }
+
+        @Override
+        public SettleResult complete(RecordId id, String token, StoredOutcome outcome, long ttlMs) {
+            return map.complete(id, token, outcome, ttlMs);
+        }
+
+        @Override
+        public boolean release(RecordId id, String token) {
+            return map.release(id, token);
+        }
+
+        @Override
+        public ReadResult get(RecordId id) {
+            return map.get(id);
+        }
+
+        @Override
+        public ListResult list(ListRequest request) {
+            return map.list(request);
+        }
+
+        @Override
+        public SettleResult resolve(
+                RecordId id, String expectedToken, StoredOutcome outcome, long ttlMs) {
+            return map.resolve(id, expectedToken, outcome, ttlMs);
+        }
+
+        @Override
+        public boolean delete(RecordId id) {
+            return map.delete(id);
+        }
+
+        @Override
+        public long forget(String tenant) {
+            return map.forget(tenant);
+        }
+
+        @Override
+        public long purgeExpired() {
+            return map.purgeExpired();
+        }
+
+        @Override
+        public String describe() {
+            return "map store without take-over";
+        }
     }
 
     private final long started = System.nanoTime();

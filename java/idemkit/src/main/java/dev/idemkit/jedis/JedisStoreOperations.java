@@ -10,6 +10,8 @@ import dev.idemkit.spi.SettleResult;
 import dev.idemkit.spi.StoreOperations;
 import dev.idemkit.spi.StoredOutcome;
 import dev.idemkit.spi.StoredRecord;
+import dev.idemkit.spi.TakeOverRequest;
+import dev.idemkit.spi.TakeOverResult;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -197,6 +199,24 @@ final class JedisStoreOperations implements StoreOperations {
             return SettleResult.settled();
         }
         return SettleResult.notDone(reply.size() > 2 ? fromHash((List<?>) reply.get(2)) : null);
+    }
+
+    @Override
+    public TakeOverResult takeOver(TakeOverRequest r) {
+        List<?> reply =
+                (List<?>)
+                        run(
+                                "take_over",
+                                redisKey(r.id()),
+                                r.expectedToken(),
+                                r.token(),
+                                Long.toString(Math.min(r.leaseMs(), MAX_SPAN_MS)),
+                                Long.toString(Math.min(r.ttlMs(), MAX_SPAN_MS)));
+        long now = number(reply.get(1));
+        if ("acquired".equals(text(reply.get(0)))) {
+            return TakeOverResult.acquired(now, number(reply.get(2)));
+        }
+        return TakeOverResult.lost(now, reply.size() > 2 ? fromHash((List<?>) reply.get(2)) : null);
     }
 
     @Override

@@ -20,7 +20,8 @@ package dev.idemkit.spi;
  *       taken over by a claim ({@link StoredRecord#isExpired}).
  *   <li><b>Atomicity.</b> {@link #claim} is one atomic operation: of any number of concurrent
  *       claims of a free key (in any process), exactly one acquires it. {@link #complete}, {@link
- *       #release} and {@link #resolve} act only on a record that holds the given token.
+ *       #release} and {@link #resolve} act only on a record that holds the given token. {@link
+ *       #takeOver}, where implemented, is one atomic operation too.
  *   <li><b>Errors.</b> A store that cannot answer throws (any unchecked exception): the call gets
  *       the store-unavailable error with the exception's class and message, and settling is retried
  *       (SPEC v1.1 rule 4). Keep secrets out of exception messages.
@@ -97,6 +98,27 @@ public interface StoreOperations {
      * @return done, or not with the live record (or {@code null})
      */
     SettleResult resolve(RecordId id, String expectedToken, StoredOutcome outcome, long ttlMs);
+
+    /**
+     * Takes over an abandoned claim (SPEC v1.1 rule 12), in one atomic operation: if the live
+     * record is an abandoned claim of {@code request.expectedToken()} ({@link
+     * TakeOverRequest#takesOver(StoredRecord, long)}), writes {@link
+     * StoredRecord#takenOver(TakeOverRequest, long)} and answers {@link TakeOverResult#acquired};
+     * otherwise writes nothing and answers {@link TakeOverResult#lost} with the live record (or
+     * {@code null}). Of any number of concurrent take-overs of one claim (in any process), exactly
+     * one acquires it. The executor asks only for actions whose upstream honours the {@code
+     * Idempotency-Key}, and then sends the request again under the same key.
+     *
+     * <p>The default answers {@link TakeOverResult#unsupported()}: the claim stays abandoned (an
+     * indeterminate outcome an operator settles), as in version 1, so a store written before this
+     * operation keeps compiling and behaving as it did.
+     *
+     * @param request the take-over
+     * @return what it did, with the store's clock
+     */
+    default TakeOverResult takeOver(TakeOverRequest request) {
+        return TakeOverResult.unsupported();
+    }
 
     /**
      * Deletes the record, whatever its state (operators).

@@ -92,6 +92,32 @@ public record StoredRecord(
     }
 
     /**
+     * This abandoned claim taken over at {@code now} as {@code request} asks: held by {@code
+     * request.token()}, {@code claimedAt = now}, {@code leaseEnd = now + leaseMs}, {@code expiresAt
+     * = leaseEnd + ttlMs}; key, tenant, scope and fingerprint are kept.
+     *
+     * @param request the take-over
+     * @param now the store's clock
+     * @return the record to write
+     */
+    public StoredRecord takenOver(TakeOverRequest request, long now) {
+        long newLeaseEnd = now + request.leaseMs();
+        return new StoredRecord(
+                format,
+                key,
+                tenant,
+                scope,
+                State.IN_PROGRESS,
+                request.token(),
+                now,
+                newLeaseEnd,
+                request.ttlMs(),
+                newLeaseEnd + request.ttlMs(),
+                null,
+                fingerprint);
+    }
+
+    /**
      * Whether the record has expired at {@code now} (then it is invisible to every read).
      *
      * @param now the store's clock

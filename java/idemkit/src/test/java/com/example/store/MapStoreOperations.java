@@ -10,6 +10,8 @@ import dev.idemkit.spi.SettleResult;
 import dev.idemkit.spi.StoreOperations;
 import dev.idemkit.spi.StoredOutcome;
 import dev.idemkit.spi.StoredRecord;
+import dev.idemkit.spi.TakeOverRequest;
+import dev.idemkit.spi.TakeOverResult;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -101,6 +103,18 @@ public class MapStoreOperations implements StoreOperations {
                     : SettleResult.notDone(live(id, clock.getAsLong()));
         }
         return complete(id, expectedToken, outcome, ttlMs);
+    }
+
+    @Override
+    public synchronized TakeOverResult takeOver(TakeOverRequest request) {
+        long now = clock.getAsLong();
+        StoredRecord current = live(request.id(), now);
+        if (request.takesOver(current, now)) {
+            StoredRecord taken = current.takenOver(request, now);
+            records.put(request.id(), taken);
+            return TakeOverResult.acquired(now, taken.leaseEnd());
+        }
+        return TakeOverResult.lost(now, current);
     }
 
     @Override
