@@ -26,7 +26,7 @@ class JavaStoreTakeOverTest {
     @Test
     void the_jedis_store_takes_an_abandoned_claim_over_once() {
         check(
-                new RedisIdempotencyStore(
+                new dev.idemkit.jedis.RedisIdempotencyStore(
                         JavaClients.redisClient("Jedis store take-over"), "idemkit-jedis-test:"));
     }
 
