@@ -362,7 +362,16 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         try {
             return (T)
                     IdempotentInvoker.invoke(
-                            registrar.store, nativeTool, context, json, supplied, body, codec);
+                            registrar.store,
+                            nativeTool,
+                            context,
+                            json,
+                            // No payload fingerprint yet (SPEC v1.1 rule 9 for EXPLICIT keys):
+                            // this only mends the build after two merges met.
+                            null,
+                            supplied,
+                            body,
+                            codec);
         } finally {
             registrar.exit();
             Reference.reachabilityFence(context);
