@@ -13,7 +13,10 @@ package dev.idemkit;
 public class InvalidToolInputException extends IllegalArgumentException {
     private static final long serialVersionUID = 1L;
 
+    /** The tool or action name, or {@code null}. */
     private final String tool;
+
+    /** The argument (parameter) at fault, or {@code null} for the input as a whole. */
     private final String argument;
 
     /**
