@@ -39,6 +39,7 @@ mod boundary;
 mod handles;
 mod java_store;
 mod keys;
+mod native_log;
 mod ops;
 
 /// Not part of the API: what the binding's test library (`java/native/testing`, which re-exports
@@ -318,6 +319,14 @@ pub extern "system" fn Java_dev_idemkit_NativeBridge_storeDrainEvents<'l>(
     store: jlong,
 ) -> JObjectArray<'l, JString<'l>> {
     entry(&mut env, |env| ops::store_drain_events(env, store))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeBridge_logDrain<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+) -> JObjectArray<'l, JString<'l>> {
+    entry(&mut env, ops::log_drain)
 }
 
 #[no_mangle]

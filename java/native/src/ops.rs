@@ -94,6 +94,7 @@ pub(crate) fn store_open(
     allow_evicting: bool,
     max_outcome_bytes: jlong,
 ) -> Result<jlong> {
+    crate::native_log::install();
     let url = string(env, url)?.ok_or(Failure::IllegalArgument("the store URL is null".into()))?;
     let options = StoreOptions {
         key_prefix: string(env, key_prefix)?,
@@ -117,6 +118,7 @@ pub(crate) fn store_open_java(
     description: &JString<'_>,
     max_outcome_bytes: jlong,
 ) -> Result<jlong> {
+    crate::native_log::install();
     if bridge.is_null() {
         return Err(Failure::IllegalArgument("the store bridge is null".into()));
     }
@@ -239,6 +241,36 @@ pub(crate) fn store_drain_events<'l>(
                 let text = JString::from_str(env, text)?;
                 array.set_element(env, i * 5 + j, &text)?;
             }
+        }
+    }
+    Ok(array)
+}
+
+/// The core's log lines waiting for Java (see `native_log`), oldest first, three strings each:
+/// level (`ERROR`, `WARN`, `INFO`), target, message; null when nothing waits. The count of lines
+/// dropped because nobody drained them comes first, as a line of level `DROPPED` whose message
+/// is the count.
+pub(crate) fn log_drain<'l>(env: &mut Env<'l>) -> Result<JObjectArray<'l, JString<'l>>> {
+    let (lines, dropped) = crate::native_log::drain();
+    if lines.is_empty() && dropped == 0 {
+        return Ok(JObjectArray::<JString>::null());
+    }
+    let leading = usize::from(dropped > 0);
+    let array = JObjectArray::<JString>::new(env, (lines.len() + leading) * 3, JString::null())?;
+    if dropped > 0 {
+        let level = JString::from_str(env, "DROPPED")?;
+        array.set_element(env, 0, &level)?;
+        let count = JString::from_str(env, dropped.to_string())?;
+        array.set_element(env, 2, &count)?;
+    }
+    for (i, (level, target, message)) in lines.iter().enumerate() {
+        let at = (i + leading) * 3;
+        for (j, field) in [level.as_str(), target.as_str(), message.as_str()]
+            .into_iter()
+            .enumerate()
+        {
+            let text = JString::from_str(env, field)?;
+            array.set_element(env, at + j, &text)?;
         }
     }
     Ok(array)

@@ -219,3 +219,21 @@ pub extern "system" fn Java_dev_idemkit_NativeTestSupport_takeOverConformance<'l
         Ok(())
     })
 }
+
+/// Logs `count` warnings through the `log` facade, as the core logs them (target
+/// `idemkit::testing`), each `message` followed by its number from 0.
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeTestSupport_logWarnings<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    count: jint,
+    message: JString<'l>,
+) {
+    entry(&mut env, |env| -> Result<()> {
+        let message = string(env, &message)?.unwrap_or_default();
+        for i in 0..count {
+            log::warn!(target: "idemkit::testing", "{message} {i}");
+        }
+        Ok(())
+    })
+}

@@ -241,6 +241,14 @@ final class NativeBridge {
     static native String[] storeDrainEvents(long store);
 
     /**
+     * The native core's log lines waiting for Java, three strings each (level {@code ERROR}, {@code
+     * WARN} or {@code INFO}, the Rust target, the message), oldest first; null when none wait. When
+     * lines were dropped since the last drain, a leading line of level {@code DROPPED} has the
+     * count as its message.
+     */
+    static native String[] logDrain();
+
+    /**
      * The core's default {@code ttlSeconds} and {@code leaseSeconds}, for a tool without a policy.
      */
     static native long[] policyDefaults();

@@ -37,7 +37,14 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
     private final String description;
 
     NativeIdempotencyStore(String url, String keyPrefix, String table, boolean allowEvicting) {
-        long h = NativeBridge.storeOpen(url, keyPrefix, table, allowEvicting, 0);
+        long h;
+        try {
+            h = NativeBridge.storeOpen(url, keyPrefix, table, allowEvicting, 0);
+        } finally {
+            // What the core warned while opening (a table without its migration, an evicting
+            // Redis opened anyway), and why it refused.
+            NativeLog.drain();
+        }
         String described = NativeBridge.storeDescribe(h);
         this.description = described;
         this.handle =
@@ -59,9 +66,14 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
     protected NativeIdempotencyStore(dev.idemkit.spi.StoreOperations operations) {
         java.util.Objects.requireNonNull(operations, "operations");
         String described = java.util.Objects.requireNonNull(operations.describe(), "describe()");
-        long h =
-                NativeBridge.storeOpenJava(
-                        new StoreBridge(operations), described, operations.maxOutcomeBytes());
+        long h;
+        try {
+            h =
+                    NativeBridge.storeOpenJava(
+                            new StoreBridge(operations), described, operations.maxOutcomeBytes());
+        } finally {
+            NativeLog.drain();
+        }
         this.description = described;
         this.handle =
                 new NativeHandle(
@@ -82,6 +94,7 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
         } finally {
             handle.release();
             Reference.reachabilityFence(this);
+            NativeLog.drain();
         }
     }
 
@@ -105,6 +118,7 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
         } finally {
             handle.release();
             Reference.reachabilityFence(this);
+            NativeLog.drain();
         }
     }
 
@@ -116,6 +130,7 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
         } finally {
             handle.release();
             Reference.reachabilityFence(this);
+            NativeLog.drain();
         }
     }
 
@@ -144,9 +159,11 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
 
     /**
      * Hands the events waiting in the core to the listeners, on this thread; a listener that throws
-     * is logged. Called after each native step of a call; a no-op without listeners.
+     * is logged. Logs the native core's log lines first ({@link NativeLog}). Called after each
+     * native step of a call; the events part is a no-op without listeners.
      */
     void deliverEvents() {
+        NativeLog.drain();
         if (listeners.isEmpty()) {
             return;
         }
@@ -234,6 +251,7 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
     @Override
     public void close() {
         cleanable.clean();
+        NativeLog.drain();
     }
 
     @Override

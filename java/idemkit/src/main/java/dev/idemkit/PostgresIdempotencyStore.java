@@ -102,6 +102,7 @@ public final class PostgresIdempotencyStore extends NativeIdempotencyStore {
         } finally {
             handle.release();
             Reference.reachabilityFence(this);
+            NativeLog.drain();
         }
         return this;
     }

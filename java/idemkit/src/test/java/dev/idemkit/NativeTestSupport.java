@@ -47,6 +47,12 @@ final class NativeTestSupport {
     static native void throwKind(int code);
 
     /**
+     * Logs {@code count} warnings through Rust's {@code log} facade as the core does (target {@code
+     * idemkit::testing}): {@code message} followed by the warning's number from 0.
+     */
+    static native void logWarnings(int count, String message);
+
+    /**
      * Rust code's {@code Executor::call} on the store behind {@code store} (obtained through the
      * public {@code idemkit_jni::executor_of}), with tool {@code tool} (default HASH_INPUT policy),
      * this tenant and run, JSON input {@code input}, and a body returning the JSON {@code result}.
