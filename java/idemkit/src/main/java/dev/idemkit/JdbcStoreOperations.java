@@ -1,8 +1,5 @@
 package dev.idemkit;
 
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonToken;
 import dev.idemkit.spi.ClaimRequest;
 import dev.idemkit.spi.ClaimResult;
 import dev.idemkit.spi.ListRequest;
@@ -15,7 +12,6 @@ import dev.idemkit.spi.StoredOutcome;
 import dev.idemkit.spi.StoredRecord;
 import dev.idemkit.spi.TakeOverRequest;
 import dev.idemkit.spi.TakeOverResult;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -42,7 +38,6 @@ final class JdbcStoreOperations implements StoreOperations {
     private static final int CLAIM_ATTEMPTS = 8;
     private static final long DELETE_BATCH = 1000;
     private static final Pattern PARAMETER = Pattern.compile("\\$(\\d+)");
-    private static final JsonFactory JSON = new JsonFactory();
 
     /** A statement of the native store, with its {@code $n} turned into JDBC's {@code ?}. */
     private static final class Sql {
@@ -450,21 +445,9 @@ final class JdbcStoreOperations implements StoreOperations {
                     number(at + 7),
                     number(at + 8),
                     number(at + 9),
-                    outcome == null ? null : new StoredOutcome(kind(outcome), outcome),
+                    outcome == null ? null : StoredOutcome.ofJson(outcome),
                     text(at + 11));
         }
-    }
-
-    /** An outcome's kind: the one member name of its JSON object ({@code {"success": ...}}). */
-    static String kind(String outcome) {
-        try (JsonParser p = JSON.createParser(outcome)) {
-            if (p.nextToken() == JsonToken.START_OBJECT && p.nextToken() == JsonToken.FIELD_NAME) {
-                return p.currentName();
-            }
-        } catch (IOException e) {
-            // Falls through: not an outcome.
-        }
-        throw new IllegalStateException("a record holds an unreadable outcome");
     }
 
     /** The list cursor of the native store: {@code p1.<hex of tenant_key>.<key>}. */

@@ -367,9 +367,6 @@ final class JedisStoreOperations implements StoreOperations {
         }
         String outcome = f.get("outcome");
         String kind = f.get("outcome_kind");
-        if (outcome != null && kind == null) {
-            kind = outcomeKind(outcome);
-        }
         return new StoredRecord(
                 format,
                 required(f, "key", key),
@@ -383,7 +380,11 @@ final class JedisStoreOperations implements StoreOperations {
                 Long.parseLong(required(f, "lease_end", key)),
                 Long.parseLong(required(f, "ttl_ms", key)),
                 Long.parseLong(required(f, "expires_at", key)),
-                outcome == null ? null : new StoredOutcome(kind, outcome),
+                outcome == null
+                        ? null
+                        : kind == null
+                                ? StoredOutcome.ofJson(outcome)
+                                : new StoredOutcome(kind, outcome),
                 f.get("fingerprint"));
     }
 
@@ -393,24 +394,5 @@ final class JedisStoreOperations implements StoreOperations {
             throw new IllegalStateException("record " + key + " has no `" + field + "`");
         }
         return v;
-    }
-
-    private static final com.fasterxml.jackson.core.JsonFactory JSON =
-            new com.fasterxml.jackson.core.JsonFactory();
-
-    /**
-     * An outcome's kind, for a record written before the {@code outcome_kind} field: the one member
-     * name of its JSON object ({@code {"success": ...}}).
-     */
-    private static String outcomeKind(String outcome) {
-        try (com.fasterxml.jackson.core.JsonParser p = JSON.createParser(outcome)) {
-            if (p.nextToken() == com.fasterxml.jackson.core.JsonToken.START_OBJECT
-                    && p.nextToken() == com.fasterxml.jackson.core.JsonToken.FIELD_NAME) {
-                return p.currentName();
-            }
-        } catch (java.io.IOException e) {
-            // Falls through: not an outcome.
-        }
-        throw new IllegalStateException("a record holds an unreadable outcome");
     }
 }

@@ -28,4 +28,28 @@ public record StoredOutcome(String kind, String json) {
     public boolean isIndeterminate() {
         return "indeterminate".equals(kind);
     }
+
+    private static final com.fasterxml.jackson.core.JsonFactory JSON =
+            new com.fasterxml.jackson.core.JsonFactory();
+
+    /**
+     * An outcome read without its kind (PostgreSQL keeps none; a Redis record written before {@code
+     * outcome_kind}): the kind is the one member name of its JSON object ({@code {"success":
+     * ...}}).
+     *
+     * @param json the outcome in the record format, as JSON text
+     * @return the outcome with its kind
+     * @throws IllegalStateException {@code json} is not an outcome
+     */
+    public static StoredOutcome ofJson(String json) {
+        try (com.fasterxml.jackson.core.JsonParser p = JSON.createParser(json)) {
+            if (p.nextToken() == com.fasterxml.jackson.core.JsonToken.START_OBJECT
+                    && p.nextToken() == com.fasterxml.jackson.core.JsonToken.FIELD_NAME) {
+                return new StoredOutcome(p.currentName(), json);
+            }
+        } catch (java.io.IOException e) {
+            // Falls through: not an outcome.
+        }
+        throw new IllegalStateException("a record holds an unreadable outcome");
+    }
 }
