@@ -165,7 +165,11 @@ public final class IdempotentOperation<T> implements AutoCloseable {
     public T call(String tenant, String run, String jsonInput, Body<? extends T> body) {
         Objects.requireNonNull(jsonInput, "jsonInput");
         Objects.requireNonNull(body, "body");
-        return invoke(tenant, run, keyInput(JsonInput::ofText, jsonInput), null, null, body::run);
+        return invoke(
+                tenant,
+                run,
+                new KeyMaterial(keyInput(JsonInput::ofText, jsonInput), null, null),
+                body::run);
     }
 
     /**
@@ -181,7 +185,10 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         Objects.requireNonNull(body, "body");
         Map<String, Object> in = input == null ? Collections.emptyMap() : input;
         return invoke(
-                tenant, run, keyInput(i -> JsonInput.ofValue(i, name), in), null, null, body::run);
+                tenant,
+                run,
+                new KeyMaterial(keyInput(i -> JsonInput.ofValue(i, name), in), null, null),
+                body::run);
     }
 
     /**
@@ -214,7 +221,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                     name,
                     null);
         }
-        return invoke(tenant, run, JsonInput.ofString(key), null, key, body::run);
+        return invoke(tenant, run, new KeyMaterial(JsonInput.ofString(key), null, key), body::run);
     }
 
     /**
@@ -232,44 +239,27 @@ public final class IdempotentOperation<T> implements AutoCloseable {
     public T call(String tenant, String run, String jsonInput) {
         RegisteredTool t = requireTool();
         Objects.requireNonNull(jsonInput, "jsonInput");
-        JsonInput json = null;
-        JsonInput payload = null;
-        String supplied = null;
-        JsonNode parsed = null;
-        switch (t.strategy) {
-            case HASH_INPUT:
-                json = JsonInput.ofText(jsonInput);
-                break;
-            case EXPLICIT:
-                parsed = JsonWire.read(mapper, t.name, jsonInput);
-                if (!parsed.isObject()) {
-                    throw new InvalidToolInputException(
-                            "the input of `" + t.name + "` must be a JSON object",
-                            t.name,
-                            null,
-                            null);
-                }
-                supplied = Registrar.suppliedKey(t.name, t.supplier, JsonWire.map(parsed));
-                json = JsonInput.ofString(supplied);
-                // The whole input: a repeat of the key with another one is refused (SPEC v1.1
-                // rule 9).
-                payload = JsonInput.ofText(jsonInput);
-                break;
-            default:
-                break;
+        // An EXPLICIT key's supplier reads the parsed input; the body binds the same parse.
+        JsonNode early = null;
+        if (t.strategy == KeyStrategy.EXPLICIT) {
+            early = JsonWire.read(mapper, t.name, jsonInput);
+            if (!early.isObject()) {
+                throw new InvalidToolInputException(
+                        "the input of `" + t.name + "` must be a JSON object", t.name, null, null);
+            }
         }
-        JsonNode early = parsed;
+        KeyMaterial key =
+                KeyMaterial.ofText(t, jsonInput, early == null ? null : JsonWire.map(early));
+        JsonNode parsed = early;
         return (T)
                 invoke(
                         tenant,
                         run,
-                        json,
-                        payload,
-                        supplied,
+                        key,
                         context -> {
                             JsonNode node =
-                                    early != null
-                                            ? early
+                                    parsed != null
+                                            ? parsed
                                             : notRun(
                                                     () -> JsonWire.read(mapper, t.name, jsonInput));
                             return t.invoke(notRun(() -> t.bind(node, context)));
@@ -288,28 +278,11 @@ public final class IdempotentOperation<T> implements AutoCloseable {
     public T call(String tenant, String run, Map<String, Object> input) {
         RegisteredTool t = requireTool();
         Map<String, Object> in = input == null ? Collections.emptyMap() : input;
-        JsonInput json = null;
-        JsonInput payload = null;
-        String supplied = null;
-        switch (t.strategy) {
-            case HASH_INPUT:
-                json = JsonInput.ofValue(in, t.name);
-                break;
-            case EXPLICIT:
-                supplied = Registrar.suppliedKey(t.name, t.supplier, in);
-                json = JsonInput.ofString(supplied);
-                payload = JsonInput.ofValue(in, t.name);
-                break;
-            default:
-                break;
-        }
         return (T)
                 invoke(
                         tenant,
                         run,
-                        json,
-                        payload,
-                        supplied,
+                        KeyMaterial.of(t, in),
                         context -> t.invoke(notRun(() -> t.bind(in, context))));
     }
 
@@ -358,13 +331,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
     }
 
     @SuppressWarnings("unchecked")
-    private T invoke(
-            String tenant,
-            String run,
-            JsonInput json,
-            JsonInput payload,
-            String supplied,
-            IdempotentInvoker.Body body) {
+    private T invoke(String tenant, String run, KeyMaterial key, IdempotentInvoker.Body body) {
         NativeContext context =
                 new NativeContext(
                         Registrar.checkText("tenant", tenant), Registrar.checkText("run", run));
@@ -375,9 +342,9 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                             registrar.store,
                             nativeTool,
                             context,
-                            json,
-                            payload,
-                            supplied,
+                            key.key(),
+                            key.payload(),
+                            key.supplied(),
                             body,
                             codec);
         } finally {

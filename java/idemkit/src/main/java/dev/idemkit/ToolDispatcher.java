@@ -152,28 +152,10 @@ public final class ToolDispatcher implements AutoCloseable {
     public Object call(String tool, Map<String, Object> input) {
         RegisteredTool registered = lookup(tool);
         Map<String, Object> in = input == null ? Collections.emptyMap() : input;
-        JsonInput json = null;
-        JsonInput payload = null;
-        String supplied = null;
-        switch (registered.strategy) {
-            case HASH_INPUT:
-                json = JsonInput.ofValue(in, registered.name);
-                break;
-            case EXPLICIT:
-                supplied = Registrar.suppliedKey(registered.name, registered.supplier, in);
-                json = JsonInput.ofString(supplied);
-                // The whole input: a repeat of the key with another one is refused (SPEC v1.1
-                // rule 9).
-                payload = JsonInput.ofValue(in, registered.name);
-                break;
-            default:
-                break;
-        }
+        KeyMaterial key = KeyMaterial.of(registered, in);
         return invoke(
                 registered,
-                json,
-                payload,
-                supplied,
+                key,
                 context -> registered.invoke(bindOrRefuse(() -> registered.bind(in, context))));
     }
 
@@ -193,32 +175,15 @@ public final class ToolDispatcher implements AutoCloseable {
     public Object call(String tool, String jsonInput) {
         RegisteredTool registered = lookup(tool);
         Objects.requireNonNull(jsonInput, "jsonInput");
-        JsonInput json = null;
-        JsonInput payload = null;
-        String supplied = null;
-        JsonNode parsed = null;
-        switch (registered.strategy) {
-            case HASH_INPUT:
-                json = JsonInput.ofText(jsonInput);
-                break;
-            case EXPLICIT:
-                parsed = parse(registered, jsonInput);
-                supplied =
-                        Registrar.suppliedKey(
-                                registered.name, registered.supplier, asMap(registered, parsed));
-                json = JsonInput.ofString(supplied);
-                // The whole input, hashed as given (SPEC v1.1 rule 9).
-                payload = JsonInput.ofText(jsonInput);
-                break;
-            default:
-                break;
-        }
-        JsonNode early = parsed;
+        // An EXPLICIT key's supplier reads the parsed input; the body binds the same parse.
+        JsonNode early =
+                registered.strategy == KeyStrategy.EXPLICIT ? parse(registered, jsonInput) : null;
+        KeyMaterial key =
+                KeyMaterial.ofText(
+                        registered, jsonInput, early == null ? null : asMap(registered, early));
         return invoke(
                 registered,
-                json,
-                payload,
-                supplied,
+                key,
                 context -> {
                     JsonNode node =
                             early != null
@@ -286,12 +251,7 @@ public final class ToolDispatcher implements AutoCloseable {
         return ResultTypes.as(registry.mapper, result, type);
     }
 
-    private Object invoke(
-            RegisteredTool tool,
-            JsonInput json,
-            JsonInput payload,
-            String supplied,
-            IdempotentInvoker.Body body) {
+    private Object invoke(RegisteredTool tool, KeyMaterial key, IdempotentInvoker.Body body) {
         Registrar registrar = registry.registrar;
         registrar.enter();
         try {
@@ -299,9 +259,9 @@ public final class ToolDispatcher implements AutoCloseable {
                     registrar.store,
                     tool.nativeTool,
                     context,
-                    json,
-                    payload,
-                    supplied,
+                    key.key(),
+                    key.payload(),
+                    key.supplied(),
                     body,
                     tool.codec);
         } finally {
