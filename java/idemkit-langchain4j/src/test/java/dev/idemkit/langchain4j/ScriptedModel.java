@@ -73,12 +73,18 @@ public final class ScriptedModel implements ChatModel {
             }
             return ChatResponse.builder().aiMessage(AiMessage.from(calls)).build();
         }
-        int first = messages.size();
+        // The newest run of tool results. Concurrent chats of one conversation share its memory,
+        // so another chat's message may already follow this one's results.
+        int end = messages.size();
+        while (end > 0 && !(messages.get(end - 1) instanceof ToolExecutionResultMessage)) {
+            end--;
+        }
+        int first = end;
         while (first > 0 && messages.get(first - 1) instanceof ToolExecutionResultMessage) {
             first--;
         }
         List<String> texts = new ArrayList<>();
-        for (ChatMessage m : messages.subList(first, messages.size())) {
+        for (ChatMessage m : messages.subList(first, end)) {
             results.add((ToolExecutionResultMessage) m);
             texts.add(((ToolExecutionResultMessage) m).text());
         }
