@@ -220,6 +220,32 @@ pub extern "system" fn Java_dev_idemkit_NativeTestSupport_takeOverConformance<'l
     })
 }
 
+/// The core's whole store conformance suite (`idemkit::testing::check_store`, SPEC §4 and v1.1)
+/// on the store behind `store` — for a Java-written store, through its upcalls: among them the
+/// 64-claimer races on a free key, on an expired record and on a remembered failure, the
+/// owner-only settling checks, expiry, `forget`, `purge_expired`, `list` and the fingerprint.
+/// Every check uses fresh random tenants and keys, so the one store serves them all. A failed
+/// check is a panic, which reaches Java as an error carrying its message.
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeTestSupport_storeConformance<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+) {
+    entry(&mut env, |_| {
+        // SAFETY: the Java caller holds the store open across this call (`NativeTestSupport`),
+        // and this library is the one that opened it.
+        let executor =
+            unsafe { executor_of(store) }.ok_or(Failure::NullHandle("the idempotency store"))?;
+        let store = executor.store().clone();
+        idemkit::runtime::block_on(idemkit::testing::check_store(move || {
+            let store = store.clone();
+            async move { store }
+        }));
+        Ok(())
+    })
+}
+
 /// Logs `count` warnings through the `log` facade, as the core logs them (target
 /// `idemkit::testing`), each `message` followed by its number from 0.
 #[no_mangle]

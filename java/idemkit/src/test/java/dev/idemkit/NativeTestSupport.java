@@ -92,4 +92,22 @@ final class NativeTestSupport {
             java.lang.ref.Reference.reachabilityFence(store);
         }
     }
+
+    /**
+     * The core's whole store conformance suite ({@code idemkit::testing::check_store}) on the store
+     * behind {@code store}, through its upcalls when it is written in Java: the 64-claimer races on
+     * a free key, an expired record and a remembered failure, owner-only settling, expiry, {@code
+     * forget}, {@code purge_expired}, {@code list}, the fingerprint and the take-over checks. A
+     * failed check throws an error carrying its message.
+     */
+    private static native void storeConformance(long store);
+
+    /** {@link #storeConformance(long)} on an open store, which stays open during the checks. */
+    static void storeConformance(NativeIdempotencyStore store) {
+        try {
+            storeConformance(store.nativeHandle());
+        } finally {
+            java.lang.ref.Reference.reachabilityFence(store);
+        }
+    }
 }
