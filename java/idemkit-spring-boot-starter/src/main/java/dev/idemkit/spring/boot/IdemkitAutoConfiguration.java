@@ -11,9 +11,11 @@ import dev.idemkit.springai.IdempotentToolCallbacks;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.lang.reflect.Method;
 import java.util.Locale;
+import javax.sql.DataSource;
 import org.springframework.ai.tool.annotation.Tool;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -29,11 +31,12 @@ import org.springframework.util.ReflectionUtils;
 
 /**
  * Spring Boot auto-configuration of idemkit for Spring AI: the {@link IdempotencyStore} from {@code
- * idemkit.store.url}, an {@link IdempotentToolCallbacks} (a {@code ToolCallbackProvider}) of every
- * bean with a Spring AI {@code @Tool} method carrying {@code @Idempotent}, tenant and run read from
- * the tool context (or {@code idemkit.tenant}), and {@link IdempotencyMetrics} counting the events
- * in the app's {@link MeterRegistry} when it has one. Each bean steps aside for one of the app's
- * own.
+ * idemkit.store.url} (or over the app's own {@code DataSource} or Jedis client, {@code
+ * idemkit.store.client}), an {@link IdempotentToolCallbacks} (a {@code ToolCallbackProvider}) of
+ * every bean with a Spring AI {@code @Tool} method carrying {@code @Idempotent}, tenant and run
+ * read from the tool context (or {@code idemkit.tenant}), and {@link IdempotencyMetrics} counting
+ * the events in the app's {@link MeterRegistry} when it has one. Each bean steps aside for one of
+ * the app's own.
  */
 @AutoConfiguration(
         afterName = {
@@ -46,15 +49,31 @@ public class IdemkitAutoConfiguration {
     /** Made by Spring. */
     public IdemkitAutoConfiguration() {}
 
+    /** The name of the store bean this configuration makes. */
+    static final String STORE_BEAN = "idempotencyStore";
+
     /**
-     * The store {@code idemkit.store.url} names.
+     * The store {@code idemkit.store.url} names, or, with {@code idemkit.store.client}, the store
+     * over the application's own {@code DataSource} or Jedis client bean (which the store borrows
+     * and never closes; the bean outlives the store).
      *
      * @param properties idemkit's settings
+     * @param beans the application's beans, for {@code idemkit.store.client}
      * @return the store, closed with the context
      */
-    @Bean(destroyMethod = "close")
+    @Bean(name = STORE_BEAN, destroyMethod = "close")
     @ConditionalOnMissingBean
-    public IdempotencyStore idempotencyStore(IdemkitProperties properties) {
+    public IdempotencyStore idempotencyStore(
+            IdemkitProperties properties, ConfigurableListableBeanFactory beans) {
+        IdemkitProperties.Store settings = properties.getStore();
+        if (settings.getClient() != null) {
+            return overAppClient(settings, beans);
+        }
+        return idempotencyStore(properties);
+    }
+
+    /** The store {@code idemkit.store.url} names. */
+    IdempotencyStore idempotencyStore(IdemkitProperties properties) {
         try {
             return open(properties.getStore());
         } catch (IllegalArgumentException refused) {
@@ -62,6 +81,118 @@ public class IdemkitAutoConfiguration {
             throw new IllegalArgumentException(
                     "idemkit-spring-boot-starter: idemkit.store.url: " + refused.getMessage(),
                     refused);
+        }
+    }
+
+    /**
+     * {@code idemkit.store.client}: the JDBC store over the app's {@code DataSource}, or the Jedis
+     * store over its {@code UnifiedJedis}; the store bean is made to depend on the client bean, so
+     * the context closes the store first.
+     */
+    static IdempotencyStore overAppClient(
+            IdemkitProperties.Store settings, ConfigurableListableBeanFactory beans) {
+        String client = settings.getClient().trim().toLowerCase(Locale.ROOT);
+        String url = settings.getUrl() == null ? "memory" : settings.getUrl().trim();
+        if (!url.equals("memory")) {
+            throw new IllegalArgumentException(
+                    "idemkit-spring-boot-starter: idemkit.store.url and idemkit.store.client are"
+                            + " both set; set idemkit.store.client to build the store over the"
+                            + " application's own client, or idemkit.store.url to let idemkit open"
+                            + " its own connections, not both");
+        }
+        switch (client) {
+            case "datasource":
+                {
+                    DataSource dataSource =
+                            appClient(
+                                    beans,
+                                    DataSource.class,
+                                    "datasource",
+                                    "a javax.sql.DataSource bean (spring-boot-starter-jdbc with"
+                                            + " spring.datasource.url, or a @Bean of your own)");
+                    PostgresIdempotencyStore postgres =
+                            settings.getTable() == null
+                                    ? new PostgresIdempotencyStore(dataSource)
+                                    : new PostgresIdempotencyStore(dataSource, settings.getTable());
+                    return settings.isCreateTable() ? postgres.createTableIfMissing() : postgres;
+                }
+            case "jedis":
+                {
+                    String type = "redis.clients.jedis.UnifiedJedis";
+                    ClassLoader loader = IdemkitAutoConfiguration.class.getClassLoader();
+                    if (!ClassUtils.isPresent(type, loader)) {
+                        throw new IllegalArgumentException(
+                                "idemkit-spring-boot-starter: idemkit.store.client=jedis, but Jedis"
+                                        + " is not on the classpath; add redis.clients:jedis (8.x)"
+                                        + " and a RedisClient bean, or set idemkit.store.url");
+                    }
+                    Object jedis =
+                            appClient(
+                                    beans,
+                                    ClassUtils.resolveClassName(type, loader),
+                                    "jedis",
+                                    "a redis.clients.jedis.UnifiedJedis bean (a RedisClient or"
+                                            + " RedisClusterClient @Bean of your own)");
+                    return JedisStores.open(jedis, settings.getKeyPrefix());
+                }
+            default:
+                throw new IllegalArgumentException(
+                        "idemkit-spring-boot-starter: idemkit.store.client: unknown client `"
+                                + settings.getClient()
+                                + "`; use datasource (the application's javax.sql.DataSource) or"
+                                + " jedis (its redis.clients.jedis.UnifiedJedis), or leave it unset"
+                                + " and set idemkit.store.url");
+        }
+    }
+
+    /**
+     * The one bean of {@code type} (or the one marked primary among several), registered as a bean
+     * the store depends on.
+     */
+    private static <T> T appClient(
+            ConfigurableListableBeanFactory beans, Class<T> type, String client, String needed) {
+        String[] names = beans.getBeanNamesForType(type);
+        String chosen = names.length == 1 ? names[0] : null;
+        if (names.length > 1) {
+            for (String name : names) {
+                if (beans.containsBeanDefinition(name)
+                        && beans.getBeanDefinition(name).isPrimary()) {
+                    if (chosen != null) {
+                        chosen = null;
+                        break;
+                    }
+                    chosen = name;
+                }
+            }
+        }
+        if (chosen == null) {
+            throw new IllegalArgumentException(
+                    "idemkit-spring-boot-starter: idemkit.store.client="
+                            + client
+                            + " needs "
+                            + needed
+                            + (names.length == 0
+                                    ? ", and the application has none"
+                                    : ", and the application has "
+                                            + names.length
+                                            + " ("
+                                            + String.join(", ", names)
+                                            + ") with no single one marked @Primary; mark one"
+                                            + " @Primary or define an IdempotencyStore bean of"
+                                            + " your own"));
+        }
+        T bean = beans.getBean(chosen, type);
+        beans.registerDependentBean(chosen, STORE_BEAN);
+        return bean;
+    }
+
+    /** Loaded only when Jedis is on the classpath. */
+    private static final class JedisStores {
+        static IdempotencyStore open(Object client, String prefix) {
+            redis.clients.jedis.UnifiedJedis jedis = (redis.clients.jedis.UnifiedJedis) client;
+            return prefix == null
+                    ? new dev.idemkit.jedis.RedisIdempotencyStore(jedis)
+                    : new dev.idemkit.jedis.RedisIdempotencyStore(jedis, prefix);
         }
     }
 

@@ -101,6 +101,32 @@ public class IdemkitProperties {
         private boolean createTable;
 
         /**
+         * {@code datasource} or {@code jedis}: build the store over the application's own client
+         * bean (its {@code javax.sql.DataSource}, or its {@code redis.clients.jedis.UnifiedJedis}
+         * such as a {@code RedisClient}) instead of opening connections from {@link #url}; unset:
+         * use the URL.
+         */
+        private String client;
+
+        /**
+         * The application client the store is built over.
+         *
+         * @return {@code datasource}, {@code jedis}, or {@code null} (the URL is used)
+         */
+        public String getClient() {
+            return client;
+        }
+
+        /**
+         * Builds the store over the application's own client bean instead of a URL.
+         *
+         * @param client {@code datasource} or {@code jedis}
+         */
+        public void setClient(String client) {
+            this.client = client;
+        }
+
+        /**
          * The store URL.
          *
          * @return the URL, {@code memory} by default
