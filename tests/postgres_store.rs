@@ -48,6 +48,46 @@ async fn postgres_store_passes_the_conformance_suite() {
     common::check_conformance(store).await;
 }
 
+/// `create_table_at` (the Java face's `createTableIfMissing()` of a store opened by URL) makes
+/// a missing table that a store opened afterwards uses, and is a no-op on a table that exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_table_at_makes_a_missing_table() {
+    let Some(url) = postgres_url() else { return };
+    let client = common::pg_client(&url).await.unwrap();
+    let name = format!("idemkit_made_at_{}", &Token::random().hex()[..10]);
+    let exists = |name: String| {
+        let client = &client;
+        async move {
+            client
+                .query_one("SELECT to_regclass($1)::text", &[&name])
+                .await
+                .unwrap()
+                .get::<_, Option<String>>(0)
+                .is_some()
+        }
+    };
+    assert!(!exists(name.clone()).await);
+    PostgresStore::create_table_at(&url, &table_options(&name))
+        .await
+        .unwrap();
+    assert!(exists(name.clone()).await);
+    PostgresStore::create_table_at(&url, &table_options(&name))
+        .await
+        .unwrap();
+    let store = PostgresStore::connect(&url, &table_options(&name))
+        .await
+        .unwrap();
+    let reply = store
+        .claim(&common::untenanted_request(&random_key(), "postgres_test"))
+        .await
+        .unwrap();
+    assert!(matches!(reply.claim, Claim::Acquired { .. }));
+    client
+        .batch_execute(&format!("DROP TABLE {name}"))
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_shipped_sql_file_and_create_table_if_missing_make_the_same_table() {
     let Some(url) = postgres_url() else { return };

@@ -846,22 +846,26 @@ pub(crate) fn postgres_create_table(
             source: other.driver_error().cloned(),
         }),
     };
-    idemkit::runtime::block_on(async {
-        let store = idemkit::store::postgres::PostgresStore::connect(&url, &options).await?;
-        store.create_table_if_missing().await
-    })
+    // Without the constructor's warning that the table is missing: this call makes it.
+    idemkit::runtime::block_on(idemkit::store::postgres::PostgresStore::create_table_at(
+        &url, &options,
+    ))
     .map_err(failed)
 }
 
-/// `PostgresIdempotencyStore(DataSource)`: the DDL for `table` (or the default table) then, by
-/// name, the SQL of every statement of the native store, as pairs: `schema`, DDL, `claim`, SQL,
-/// ... (one text for both stores).
+/// `PostgresIdempotencyStore(DataSource)`: the DDL for `table` (or the default table), the file
+/// that adds the fingerprint column, then, by name, the SQL of every statement of the native
+/// store, as pairs: `schema`, DDL, `fingerprint_file`, path, `claim`, SQL, ..., and the same
+/// statements for a table without that column (`statements_without_fingerprint`), named
+/// `without_fingerprint/claim`, ... (one text for both stores, and the same fallback).
 #[cfg(feature = "postgres")]
 pub(crate) fn postgres_statements<'l>(
     env: &mut Env<'l>,
     table: &JString<'_>,
 ) -> Result<JObjectArray<'l, JString<'l>>> {
-    use idemkit::store::postgres::{schema_sql, statements, DEFAULT_TABLE};
+    use idemkit::store::postgres::{
+        schema_sql, statements, statements_without_fingerprint, DEFAULT_TABLE, FINGERPRINT_FILE,
+    };
     let table = string(env, table)?.unwrap_or_else(|| DEFAULT_TABLE.to_owned());
     let refused = |e: idemkit::StoreError| match e {
         idemkit::StoreError::Configuration(message) => {
@@ -869,8 +873,16 @@ pub(crate) fn postgres_statements<'l>(
         }
         other => Failure::IllegalArgument(other.to_string()),
     };
-    let mut all = vec![("schema", schema_sql(&table).map_err(refused)?)];
-    all.extend(statements(&table).map_err(refused)?);
+    let mut all: Vec<(String, String)> = vec![
+        ("schema".into(), schema_sql(&table).map_err(refused)?),
+        ("fingerprint_file".into(), FINGERPRINT_FILE.into()),
+    ];
+    for (name, text) in statements(&table).map_err(refused)? {
+        all.push((name.into(), text));
+    }
+    for (name, text) in statements_without_fingerprint(&table).map_err(refused)? {
+        all.push((format!("without_fingerprint/{name}"), text));
+    }
     pairs(env, &all)
 }
 
@@ -891,10 +903,13 @@ pub(crate) fn redis_scripts<'l>(_env: &mut Env<'l>) -> Result<JObjectArray<'l, J
 
 /// `[name, text, name, text, ...]` as a Java `String[]`.
 #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
-fn pairs<'l>(env: &mut Env<'l>, pairs: &[(&str, String)]) -> Result<JObjectArray<'l, JString<'l>>> {
+fn pairs<'l, N: AsRef<str>>(
+    env: &mut Env<'l>,
+    pairs: &[(N, String)],
+) -> Result<JObjectArray<'l, JString<'l>>> {
     let array = JObjectArray::<JString>::new(env, pairs.len() * 2, JString::null())?;
     for (i, (name, text)) in pairs.iter().enumerate() {
-        let name = JString::from_str(env, name)?;
+        let name = JString::from_str(env, name.as_ref())?;
         array.set_element(env, 2 * i, &name)?;
         let text = JString::from_str(env, text)?;
         array.set_element(env, 2 * i + 1, &text)?;

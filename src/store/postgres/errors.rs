@@ -38,10 +38,11 @@ impl PostgresStore {
     /// The error of a table without the `fingerprint` column, naming the file that adds it.
     pub(super) fn fingerprint_missing(&self) -> StoreError {
         StoreError::Configuration(format!(
-            "table {} in {} has no fingerprint column (idemkit 1.1 keeps payload fingerprints); apply {} or call PostgresStore::create_table_if_missing()",
+            "table {} in {} has no fingerprint column (idemkit 1.1 keeps payload fingerprints); apply {} or call {}",
             self.table,
             self.url,
-            super::sql::FINGERPRINT_FILE
+            super::sql::FINGERPRINT_FILE,
+            super::sql::CREATE_TABLE_CALL
         ))
     }
 
@@ -51,8 +52,10 @@ impl PostgresStore {
         }
         if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) {
             return StoreError::Configuration(format!(
-                "table {} does not exist in {}; create it with sql/postgres/001_idemkit_records.sql or PostgresStore::create_table_if_missing()",
-                self.table, self.url
+                "table {} does not exist in {}; create it with sql/postgres/001_idemkit_records.sql or {}",
+                self.table,
+                self.url,
+                super::sql::CREATE_TABLE_CALL
             ));
         }
         if e.code() == Some(&tokio_postgres::error::SqlState::CHECK_VIOLATION)
@@ -61,8 +64,10 @@ impl PostgresStore {
                 .is_some_and(|c| c.ends_with("outcome_kind_check"))
         {
             return StoreError::Configuration(format!(
-                "table {} in {} does not accept held outcomes of EFFECTFUL tools yet; apply sql/postgres/003_idemkit_records_held_outcome.sql or call PostgresStore::create_table_if_missing()",
-                self.table, self.url
+                "table {} in {} does not accept held outcomes of EFFECTFUL tools yet; apply sql/postgres/003_idemkit_records_held_outcome.sql or call {}",
+                self.table,
+                self.url,
+                super::sql::CREATE_TABLE_CALL
             ));
         }
         let message = match e.as_db_error() {

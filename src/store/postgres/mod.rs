@@ -55,8 +55,9 @@ use self::errors::error_text;
 use self::pool::{Slot, CONNECTIONS, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 use self::sql::Sql;
 pub use self::sql::{
-    schema_sql, statements, validate_table_name, CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE,
-    FINGERPRINT_SQL, HELD_OUTCOME_SQL, HOT_UPDATES_SQL, SCHEMA_SQL,
+    schema_sql, statements, statements_without_fingerprint, validate_table_name,
+    CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE, FINGERPRINT_FILE, FINGERPRINT_SQL, HELD_OUTCOME_SQL,
+    HOT_UPDATES_SQL, SCHEMA_SQL,
 };
 use super::{
     checked_timeout, nfc, redact_url, repeated_resolution, take_url_settings, Claim, ClaimReply,
@@ -113,8 +114,28 @@ impl PostgresStore {
     ///
     /// Checks the table name and that the server answers; the table itself may be created
     /// afterwards with [`PostgresStore::create_table_if_missing`] (until then calls fail with a
-    /// message saying so).
+    /// message saying so); a table that does not exist yet is warned about.
     pub async fn connect(url: &str, options: &StoreOptions) -> Result<PostgresStore, StoreError> {
+        Self::connect_checking(url, options, true).await
+    }
+
+    /// Connects to `url` as [`PostgresStore::connect`] does and creates the table if it is
+    /// missing ([`PostgresStore::create_table_if_missing`]), then lets the connection go: what a
+    /// face's create-table call does without a store of its own (the Java face's
+    /// `PostgresIdempotencyStore.createTableIfMissing()` of a store opened by URL). It does not
+    /// warn that the table is missing, since it is about to make it.
+    pub async fn create_table_at(url: &str, options: &StoreOptions) -> Result<(), StoreError> {
+        Self::connect_checking(url, options, false)
+            .await?
+            .create_table_if_missing()
+            .await
+    }
+
+    async fn connect_checking(
+        url: &str,
+        options: &StoreOptions,
+        check_table: bool,
+    ) -> Result<PostgresStore, StoreError> {
         let shown = redact_url(url);
         let (url, settings) = take_url_settings(url, "PostgreSQL")?;
         let url = url.as_str();
@@ -180,6 +201,9 @@ impl PostgresStore {
             tls,
         };
         let client = store.raw_connection().await?;
+        if !check_table {
+            return Ok(store);
+        }
         let found: Option<String> = client
             .query_one("SELECT to_regclass($1)::text", &[&store.table])
             .await
@@ -187,9 +211,10 @@ impl PostgresStore {
             .get(0);
         if found.is_none() {
             log::warn!(
-                "idemkit: table {} does not exist in {} yet; create it with sql/postgres/001_idemkit_records.sql or PostgresStore::create_table_if_missing()",
+                "idemkit: table {} does not exist in {} yet; create it with sql/postgres/001_idemkit_records.sql or {}",
                 store.table,
-                store.url
+                store.url,
+                sql::CREATE_TABLE_CALL
             );
         }
         Ok(store)

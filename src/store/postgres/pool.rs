@@ -194,10 +194,11 @@ impl PostgresStore {
                 // A table made by idemkit 1.0: it keeps working, without fingerprints (its
                 // records never mismatch, SPEC v1.1 rule 9), until the migration is applied.
                 log::warn!(
-                    "idemkit: table {} in {} has no fingerprint column, so payload mismatches cannot be detected; apply {} or call PostgresStore::create_table_if_missing()",
+                    "idemkit: table {} in {} has no fingerprint column, so payload mismatches cannot be detected; apply {} or call {}",
                     self.table,
                     self.url,
-                    super::sql::FINGERPRINT_FILE
+                    super::sql::FINGERPRINT_FILE,
+                    super::sql::CREATE_TABLE_CALL
                 );
                 self.prepare_all(&client, &self.sql_without_fingerprint)
                     .await
@@ -207,8 +208,10 @@ impl PostgresStore {
         let statements = statements.map_err(|(text, e)| {
             if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) {
                 StoreError::Configuration(format!(
-                    "table {} does not exist in {}; create it with sql/postgres/001_idemkit_records.sql or PostgresStore::create_table_if_missing()",
-                    self.table, self.url
+                    "table {} does not exist in {}; create it with sql/postgres/001_idemkit_records.sql or {}",
+                    self.table,
+                    self.url,
+                    super::sql::CREATE_TABLE_CALL
                 ))
             } else {
                 let message = format!(

@@ -25,8 +25,13 @@ pub const HOT_UPDATES_SQL: &str = include_str!("../../../sql/postgres/004_idemki
 pub const FINGERPRINT_SQL: &str =
     include_str!("../../../sql/postgres/005_idemkit_records_fingerprint.sql");
 
-/// The file that adds the `fingerprint` column, named by the error a table without it gets.
-pub(super) const FINGERPRINT_FILE: &str = "sql/postgres/005_idemkit_records_fingerprint.sql";
+/// The file that adds the `fingerprint` column, named by the warning a table without it gets
+/// (here and in the Java face's JDBC store).
+pub const FINGERPRINT_FILE: &str = "sql/postgres/005_idemkit_records_fingerprint.sql";
+
+/// How a message names the call that creates or migrates the table, in each face that has one.
+pub(super) const CREATE_TABLE_CALL: &str =
+    "PostgresStore::create_table_if_missing() (Java: PostgresIdempotencyStore.createTableIfMissing())";
 
 /// The index of 001 that 004 drops: [`schema_sql`] leaves it out rather than build it only to
 /// drop it.
@@ -73,8 +78,23 @@ pub fn schema_sql(table: &str) -> Result<String, StoreError> {
 /// runs these very statements, so that it and this store share one table and record format.
 pub fn statements(table: &str) -> Result<Vec<(&'static str, String)>, StoreError> {
     validate_table_name(table)?;
-    let sql = Sql::new(table);
-    Ok(vec![
+    Ok(named(table, Sql::new(table)))
+}
+
+/// The statements of [`statements`] for a table made without the `fingerprint` column of
+/// [`FINGERPRINT_FILE`] (migrations 001 to 004, idemkit 1.0), by the same names and with the same
+/// parameters: they keep no fingerprint and read every record as having none, which never
+/// mismatches (SPEC v1.1 rule 9). The native store falls back to them when its statements find no
+/// such column, and so does the Java face's JDBC store.
+pub fn statements_without_fingerprint(
+    table: &str,
+) -> Result<Vec<(&'static str, String)>, StoreError> {
+    validate_table_name(table)?;
+    Ok(named(table, Sql::without_fingerprint(table)))
+}
+
+fn named(table: &str, sql: Sql) -> Vec<(&'static str, String)> {
+    vec![
         ("claim", sql.claim),
         ("complete", sql.complete),
         ("release", sql.release),
@@ -86,7 +106,7 @@ pub fn statements(table: &str) -> Result<Vec<(&'static str, String)>, StoreError
         ("purge", sql.purge),
         ("delete", delete_sql(table)),
         ("take_over", take_over_sql(table)),
-    ])
+    ]
 }
 
 /// The take-over of an abandoned claim (SPEC v1.1 rule 12): `$1` tenant, `$2` key, `$3` the
@@ -401,6 +421,25 @@ mod tests {
                 "{bad}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn the_statements_without_fingerprint_match_the_full_ones_by_name_and_never_name_the_column() {
+        let full = statements("app.records").unwrap();
+        let old = statements_without_fingerprint("app.records").unwrap();
+        let names = |s: &[(&'static str, String)]| -> Vec<&'static str> {
+            s.iter().map(|(n, _)| *n).collect()
+        };
+        assert_eq!(names(&full), names(&old));
+        assert!(full.iter().any(|(_, text)| text.contains("fingerprint")));
+        for (name, text) in &old {
+            assert!(!text.contains("fingerprint"), "{name}: {text}");
+            assert!(text.contains("app.records"), "{name}");
+        }
+        // The claim takes the same parameters ($9 and $10 too), so a driver binds both alike.
+        let claim = |s: &[(&str, String)]| s.iter().find(|(n, _)| *n == "claim").unwrap().1.clone();
+        assert!(claim(&old).contains("$9") && claim(&old).contains("$10"));
+        assert!(statements_without_fingerprint("bad name").is_err());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use idemkit::key::KeyError;
 use idemkit::{CallContext, Error, KeyInput, KeyStrategy, Policy, Tool};
 use idemkit_jni::__testing::{entry, Failure, Result};
 use jni::objects::{JClass, JString};
-use jni::sys::{jint, jlong};
+use jni::sys::{jboolean, jint, jlong};
 use jni::{Env, EnvUnowned};
 
 fn string(env: &Env<'_>, s: &JString<'_>) -> Result<Option<String>> {
@@ -261,5 +261,56 @@ pub extern "system" fn Java_dev_idemkit_NativeTestSupport_logWarnings<'l>(
             log::warn!(target: "idemkit::testing", "{message} {i}");
         }
         Ok(())
+    })
+}
+
+/// Lists the records of `tenant` in the store behind `store` through the core's `Store` trait
+/// (for a Java-written store: its `list` upcalls): with `newest` false every page of
+/// `Store::list` at `limit` per page, answering `{"pages":[<records per page>],"records":
+/// [[<key hex>,<claimed_at>],...]}` in page order; with `newest` true one `Store::newest` of
+/// `limit`, answering `{"records":[...]}` newest first.
+#[no_mangle]
+pub extern "system" fn Java_dev_idemkit_NativeTestSupport_listThroughCore<'l>(
+    mut env: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    store: jlong,
+    tenant: JString<'l>,
+    limit: jint,
+    newest: jboolean,
+) -> JString<'l> {
+    entry(&mut env, |env| {
+        // SAFETY: the Java caller holds the store open across this call (`NativeTestSupport`),
+        // and this library is the one that opened it.
+        let executor =
+            unsafe { executor_of(store) }.ok_or(Failure::NullHandle("the idempotency store"))?;
+        let store = executor.store().clone();
+        let filter = idemkit::store::ListFilter {
+            tenant: Some(string(env, &tenant)?),
+            status: None,
+            limit: usize::try_from(limit).unwrap_or(0),
+        };
+        let row = |r: &idemkit::Record| serde_json::json!([r.key, r.claimed_at]);
+        let reply = idemkit::runtime::block_on(async move {
+            if newest {
+                let page = store.newest(&filter).await?;
+                let records: Vec<_> = page.records.iter().map(row).collect();
+                return Ok::<_, idemkit::StoreError>(serde_json::json!({ "records": records }));
+            }
+            let mut pages = Vec::new();
+            let mut records = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let page = store.list(&filter, cursor.as_deref()).await?;
+                pages.push(page.records.len());
+                records.extend(page.records.iter().map(row));
+                match page.next_cursor {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+            Ok(serde_json::json!({ "pages": pages, "records": records }))
+        })
+        .map_err(|e| Failure::IllegalArgument(e.to_string()))?;
+        Ok(JString::from_str(env, reply.to_string())?)
     })
 }

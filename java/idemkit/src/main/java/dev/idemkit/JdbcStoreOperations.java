@@ -60,22 +60,56 @@ final class JdbcStoreOperations implements StoreOperations {
         }
     }
 
+    private static final System.Logger LOG = System.getLogger("dev.idemkit.store.jdbc");
+    private static final String WITHOUT_FINGERPRINT = "without_fingerprint/";
+
     private final DataSource dataSource;
     private final String table;
     private final String schema;
-    private final Map<String, Sql> sql = new HashMap<>();
+    private final String fingerprintFile;
+
+    /** The statements for a table with every migration of {@code sql/postgres/}. */
+    private final Map<String, Sql> full = new HashMap<>();
+
+    /**
+     * The same statements for a table made without the fingerprint column (migrations 001 to 004,
+     * idemkit 1.0): they keep no fingerprint, and read every record as having none.
+     */
+    private final Map<String, Sql> withoutFingerprint = new HashMap<>();
+
+    /**
+     * The statements in use: {@link #full} until one finds no fingerprint column (SQLSTATE 42703
+     * naming it), then {@link #withoutFingerprint} until {@link #createTableIfMissing()} adds it.
+     */
+    private volatile Map<String, Sql> sql = full;
 
     JdbcStoreOperations(DataSource dataSource, String table) {
         this.dataSource = java.util.Objects.requireNonNull(dataSource, "dataSource");
         String[] pairs = NativeBridge.postgresStatements(table);
-        this.schema = pairs[1];
-        for (int i = 2; i + 1 < pairs.length; i += 2) {
-            sql.put(pairs[i], new Sql(pairs[i + 1]));
+        String ddl = null;
+        String file = null;
+        for (int i = 0; i + 1 < pairs.length; i += 2) {
+            String name = pairs[i];
+            if (name.equals("schema")) {
+                ddl = pairs[i + 1];
+            } else if (name.equals("fingerprint_file")) {
+                file = pairs[i + 1];
+            } else if (name.startsWith(WITHOUT_FINGERPRINT)) {
+                withoutFingerprint.put(
+                        name.substring(WITHOUT_FINGERPRINT.length()), new Sql(pairs[i + 1]));
+            } else {
+                full.put(name, new Sql(pairs[i + 1]));
+            }
         }
+        this.schema = ddl;
+        this.fingerprintFile = file;
         this.table = table == null ? "idemkit_records" : table;
     }
 
-    /** Runs the DDL of every file of {@code sql/postgres/} (as the native store does). */
+    /**
+     * Runs the DDL of every file of {@code sql/postgres/} (as the native store does); on a table
+     * without the fingerprint column it adds it, and the store keeps fingerprints from then on.
+     */
     void createTableIfMissing() {
         try (Connection c = connection();
                 Statement s = c.createStatement()) {
@@ -89,6 +123,35 @@ final class JdbcStoreOperations implements StoreOperations {
         } catch (SQLException e) {
             throw failed("create table " + table, e);
         }
+        sql = full;
+    }
+
+    /**
+     * Whether {@code e} is a statement finding no fingerprint column: the table was made without
+     * the fifth migration. Switches to the statements without it (warning once) and answers true,
+     * so the caller sends its statement again; nothing was written, since the statement did not
+     * run.
+     */
+    private boolean fallBack(SQLException e) {
+        if (!"42703".equals(e.getSQLState())
+                || e.getMessage() == null
+                || !e.getMessage().contains("fingerprint")) {
+            return false;
+        }
+        synchronized (this) {
+            if (sql == full) {
+                sql = withoutFingerprint;
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "idemkit: "
+                                + describe()
+                                + " has no fingerprint column, so payload mismatches cannot be"
+                                + " detected; apply "
+                                + fingerprintFile
+                                + " or call PostgresIdempotencyStore.createTableIfMissing()");
+            }
+        }
+        return true;
     }
 
     @Override
@@ -186,29 +249,15 @@ final class JdbcStoreOperations implements StoreOperations {
                         ? null
                         : (request.tenant() == null ? "_" : "t" + request.tenant());
         long limit = request.limit() <= 0 ? 1000 : request.limit();
+        List<Row> rows = query("list", tenantKey, request.status(), afterTenant, afterKey, limit);
         List<StoredRecord> records = new ArrayList<>();
         long now = 0;
-        try (Connection c = connection();
-                PreparedStatement s =
-                        prepare(
-                                c,
-                                "list",
-                                tenantKey,
-                                request.status(),
-                                afterTenant,
-                                afterKey,
-                                limit);
-                ResultSet rs = s.executeQuery()) {
-            while (rs.next()) {
-                Row row = new Row(rs);
-                now = row.number(1);
-                StoredRecord record = row.record(2);
-                if (record != null) {
-                    records.add(record);
-                }
+        for (Row row : rows) {
+            now = row.number(1);
+            StoredRecord record = row.record(2);
+            if (record != null) {
+                records.add(record);
             }
-        } catch (SQLException e) {
-            throw failed("list", e);
         }
         String next = null;
         if (records.size() >= limit) {
@@ -350,21 +399,41 @@ final class JdbcStoreOperations implements StoreOperations {
 
     /** The first row of a query, or null when it answers none. */
     private Row queryOne(String name, Object... values) {
-        try (Connection c = connection();
-                PreparedStatement s = prepare(c, name, values);
-                ResultSet rs = s.executeQuery()) {
-            return rs.next() ? new Row(rs) : null;
-        } catch (SQLException e) {
-            throw failed(name, e);
+        List<Row> rows = query(name, values);
+        return rows.isEmpty() ? null : rows.get(0);
+    }
+
+    /** Every row of a query, read eagerly (sent again once on the statements of a 1.0 table). */
+    private List<Row> query(String name, Object... values) {
+        for (int attempt = 0; ; attempt++) {
+            try (Connection c = connection();
+                    PreparedStatement s = prepare(c, name, values);
+                    ResultSet rs = s.executeQuery()) {
+                List<Row> rows = new ArrayList<>();
+                while (rs.next()) {
+                    rows.add(new Row(rs));
+                }
+                return rows;
+            } catch (SQLException e) {
+                if (attempt == 0 && fallBack(e)) {
+                    continue;
+                }
+                throw failed(name, e);
+            }
         }
     }
 
     private long update(String name, Object... values) {
-        try (Connection c = connection();
-                PreparedStatement s = prepare(c, name, values)) {
-            return s.executeUpdate();
-        } catch (SQLException e) {
-            throw failed(name, e);
+        for (int attempt = 0; ; attempt++) {
+            try (Connection c = connection();
+                    PreparedStatement s = prepare(c, name, values)) {
+                return s.executeUpdate();
+            } catch (SQLException e) {
+                if (attempt == 0 && fallBack(e)) {
+                    continue;
+                }
+                throw failed(name, e);
+            }
         }
     }
 

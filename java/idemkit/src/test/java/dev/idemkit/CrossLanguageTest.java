@@ -9,9 +9,16 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeAll;
@@ -20,8 +27,11 @@ import org.junit.jupiter.api.Test;
 /**
  * A JVM and a Rust process ({@code examples/cross_call.rs}) calling the same tool with the same
  * input against one Redis and one PostgreSQL: the body runs once in total, and each side gets the
- * other's outcome. The example is built with cargo (as a binary of {@code java/native}) unless
- * {@code IDEMKIT_CROSS_CALL_BIN} names it.
+ * other's outcome, one after the other in both orders and in a race. The Rust process always uses
+ * its native store (by URL, default prefix and table); the JVM uses the native store too, or a
+ * store written in Java over the application's client on the same server (Jedis, JDBC). The example
+ * is built with cargo (as a binary of {@code java/native}) unless {@code IDEMKIT_CROSS_CALL_BIN}
+ * names it.
  */
 class CrossLanguageTest {
     private static Path binary;
@@ -237,6 +247,135 @@ class CrossLanguageTest {
             assertEquals(1, orders.runs.get());
             store.forget(tenant);
         }
+    }
+
+    /**
+     * A race on fresh keys: for each key two Rust processes and two Java threads call at once; the
+     * body runs once in total and all four get its result.
+     */
+    void race(String url, IdempotencyStore store) throws Exception {
+        try (store) {
+            CrossTools tools = new CrossTools();
+            String tenant = "cross-race-" + UUID.randomUUID();
+            ToolDispatcher java =
+                    ToolDispatcher.builder().tools(tools).store(store).tenant(tenant).build();
+            ExecutorService threads = Executors.newFixedThreadPool(4);
+            try {
+                int rustRuns = 0;
+                for (int round = 0; round < 6; round++) {
+                    String flight = "X-" + UUID.randomUUID();
+                    String input = "{\"flight\":\"" + flight + "\"}";
+                    CountDownLatch start = new CountDownLatch(1);
+                    List<Future<Object>> answers = new ArrayList<>();
+                    for (int i = 0; i < 2; i++) {
+                        answers.add(
+                                threads.submit(
+                                        () -> {
+                                            start.await();
+                                            return rust(url, tenant, input);
+                                        }));
+                        answers.add(
+                                threads.submit(
+                                        () -> {
+                                            start.await();
+                                            return java.call(
+                                                    "cross_book", Map.of("flight", flight));
+                                        }));
+                    }
+                    start.countDown();
+                    Set<String> results = new HashSet<>();
+                    for (Future<Object> answer : answers) {
+                        Object got = answer.get(120, TimeUnit.SECONDS);
+                        if (got instanceof JsonNode) {
+                            JsonNode node = (JsonNode) got;
+                            rustRuns += node.get("ran").asInt();
+                            results.add(node.get("result").asText());
+                        } else {
+                            results.add((String) got);
+                        }
+                    }
+                    assertEquals(1, results.size(), "every caller got one result: " + results);
+                    String result = results.iterator().next();
+                    assertTrue(
+                            result.equals("java:" + flight) || result.equals("rust:" + input),
+                            result);
+                    assertEquals(
+                            round + 1,
+                            rustRuns + tools.runs.get(),
+                            "the body ran once per key, in either language");
+                }
+            } finally {
+                threads.shutdownNow();
+            }
+            store.forget(tenant);
+        }
+    }
+
+    /**
+     * The JVM on the Jedis store over the application's {@code RedisClient}, with the prefix the
+     * Rust process uses (its store's default, {@code idemkit:}).
+     */
+    static IdempotencyStore jedisStore() {
+        return new dev.idemkit.jedis.RedisIdempotencyStore(
+                JavaClients.redisClient("cross-language Jedis"), "idemkit:");
+    }
+
+    /**
+     * The JVM on the JDBC store over a {@code DataSource} of the same database, in the table the
+     * Rust process uses (its store's default, {@code idemkit_records}).
+     */
+    static IdempotencyStore jdbcStore() {
+        return new PostgresIdempotencyStore(
+                        JavaClients.dataSource("cross-language JDBC"), "idemkit_records")
+                .createTableIfMissing();
+    }
+
+    @Test
+    void java_on_jedis_and_rust_share_one_redis() throws Exception {
+        bothWays(Services.url("IDEMKIT_REDIS_URL", "cross-language Redis"), jedisStore());
+    }
+
+    @Test
+    void java_on_jdbc_and_rust_share_one_postgresql() throws Exception {
+        bothWays(Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL"), jdbcStore());
+    }
+
+    @Test
+    void java_on_jedis_and_rust_race_on_one_redis() throws Exception {
+        race(Services.url("IDEMKIT_REDIS_URL", "cross-language Redis"), jedisStore());
+    }
+
+    @Test
+    void java_on_jdbc_and_rust_race_on_one_postgresql() throws Exception {
+        race(Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL"), jdbcStore());
+    }
+
+    @Test
+    void java_and_rust_race_on_one_redis() throws Exception {
+        String url = Services.url("IDEMKIT_REDIS_URL", "cross-language Redis");
+        race(url, new RedisIdempotencyStore(url));
+    }
+
+    @Test
+    void java_and_rust_race_on_one_postgresql() throws Exception {
+        String url = Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL");
+        race(url, new PostgresIdempotencyStore(url).createTableIfMissing());
+    }
+
+    @Test
+    void held_failures_are_indeterminate_across_languages_on_jedis_and_jdbc() throws Exception {
+        heldFailuresBothWays(
+                Services.url("IDEMKIT_REDIS_URL", "cross-language Redis"), jedisStore());
+        heldFailuresBothWays(
+                Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL"), jdbcStore());
+    }
+
+    @Test
+    void explicit_payloads_are_checked_across_languages_on_jedis_and_jdbc() throws Exception {
+        payloadsAcrossLanguages(
+                Services.url("IDEMKIT_REDIS_URL", "cross-language Redis"), jedisStore());
+        payloadsAcrossLanguages(
+                Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL"), jdbcStore());
     }
 
     @Test

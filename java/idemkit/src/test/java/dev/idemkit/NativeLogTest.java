@@ -88,6 +88,30 @@ class NativeLogTest {
         }
     }
 
+    @Test
+    void create_table_if_missing_does_not_warn_that_the_table_is_missing_again() throws Exception {
+        String url = Services.url("IDEMKIT_POSTGRES_URL", "native log PostgreSQL");
+        String table = "idemkit_made_here_" + UUID.randomUUID().toString().replace("-", "");
+        try (PostgresIdempotencyStore store = new PostgresIdempotencyStore(url, table)) {
+            store.createTableIfMissing();
+            // The constructor's warning, and none from the call that makes the table.
+            List<LogRecord> warned = containing(table);
+            assertEquals(1, warned.size(), "the lines logged: " + messages());
+            // It names the Java call (as well as the Rust one) that makes the table.
+            assertTrue(
+                    warned.get(0)
+                            .getMessage()
+                            .contains("PostgresIdempotencyStore.createTableIfMissing()"),
+                    warned.get(0).getMessage());
+        } finally {
+            try (java.sql.Connection c =
+                            JavaClients.dataSource("native log PostgreSQL").getConnection();
+                    java.sql.Statement s = c.createStatement()) {
+                s.execute("DROP TABLE IF EXISTS " + table);
+            }
+        }
+    }
+
     static class Tools {
         volatile String warning;
 

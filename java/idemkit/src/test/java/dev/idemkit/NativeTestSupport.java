@@ -110,4 +110,24 @@ final class NativeTestSupport {
             java.lang.ref.Reference.reachabilityFence(store);
         }
     }
+
+    /**
+     * Lists {@code tenant}'s records of the store behind {@code store} through the core's store
+     * trait (for a Java-written store: its {@code list} upcalls): every page of {@code Store::list}
+     * at {@code limit} a page, answering {@code {"pages":[<records per page>],"records":[[<key>,
+     * <claimed_at>],...]}}, or, when {@code newest}, one {@code Store::newest} of {@code limit},
+     * answering {@code {"records":[...]}} newest first.
+     */
+    private static native String listThroughCore(
+            long store, String tenant, int limit, boolean newest);
+
+    /** {@link #listThroughCore(long, String, int, boolean)} on an open store. */
+    static String listThroughCore(
+            NativeIdempotencyStore store, String tenant, int limit, boolean newest) {
+        try {
+            return listThroughCore(store.nativeHandle(), tenant, limit, newest);
+        } finally {
+            java.lang.ref.Reference.reachabilityFence(store);
+        }
+    }
 }

@@ -151,34 +151,236 @@ final class JedisStoreOperations implements StoreOperations {
         return new ReadResult(number(reply.get(0)), flat.isEmpty() ? null : fromHash(flat));
     }
 
+    /**
+     * One page of at most {@code limit} live records, in SCAN order, with the native store's cursor
+     * ({@code r1.<scan>.<pending>}, or {@code c1/<host:port>/<scan>/<pending>} on a cluster, whose
+     * primaries are scanned one after the other in name order). A SCAN step answers about {@code
+     * COUNT} keys, sometimes more; the keys a page has no room for travel in the cursor ({@code
+     * pending}) and start the next page, so {@code limit} is honoured exactly and every record
+     * present for the whole listing is returned once (SCAN's own promise), without holding more
+     * than one SCAN step of keys. A page may hold fewer records (the core drops those of another
+     * status), even none after {@value #LIST_SCAN_STEPS} steps over other keys; only a null cursor
+     * ends the listing.
+     */
     @Override
     public ListResult list(ListRequest request) {
-        // One SCAN pass over every primary; the page holds every live record found (the core
-        // filters by status). The cursor is this store's own.
+        boolean cluster = client instanceof RedisClusterClient;
+        ListCursor position = ListCursor.parse(request.cursor(), cluster);
+        int limit = request.limit() <= 0 ? 1000 : request.limit();
         String pattern =
                 glob(prefix)
                         + (request.allTenants()
                                 ? "*"
                                 : glob(tenantSegment(request.tenant())) + ":*");
-        long now = 0;
-        List<StoredRecord> records = new ArrayList<>();
-        for (String key : scanAll(pattern)) {
-            String suffix = key.substring(prefix.length());
-            int colon = suffix.lastIndexOf(':');
-            if (colon < 0 || suffix.length() - colon - 1 != 64) {
-                continue;
-            }
-            List<?> reply = (List<?>) run("get", key);
-            now = Math.max(now, number(reply.get(0)));
-            List<?> flat = (List<?>) reply.get(1);
-            if (!flat.isEmpty()) {
-                records.add(fromHash(flat));
+        ScanParams params =
+                new ScanParams()
+                        .match(pattern)
+                        .count(Math.max(100, Math.min(limit, 2 * SCAN_BATCH)));
+        List<String> nodes = cluster ? primaries() : List.of();
+        if (cluster && request.cursor() == null) {
+            position.node = nodes.isEmpty() ? null : nodes.get(0);
+            if (position.node == null) {
+                position.scan = null;
             }
         }
+        long now = 0;
+        List<StoredRecord> records = new ArrayList<>();
+        int steps = 0;
+        while (true) {
+            if (!position.pending.isEmpty()) {
+                while (!position.pending.isEmpty() && records.size() < limit) {
+                    List<?> reply = (List<?>) run("get", prefix + position.pending.remove(0));
+                    now = Math.max(now, number(reply.get(0)));
+                    List<?> flat = (List<?>) reply.get(1);
+                    if (!flat.isEmpty()) {
+                        records.add(fromHash(flat));
+                    }
+                }
+                if (records.size() >= limit) {
+                    break;
+                }
+                continue;
+            }
+            if (position.scan == null) {
+                if (position.advance(nodes)) {
+                    continue;
+                }
+                break;
+            }
+            if (steps >= LIST_SCAN_STEPS && !records.isEmpty()) {
+                break;
+            }
+            if (steps >= LIST_SCAN_STEPS * 4) {
+                break;
+            }
+            steps++;
+            ScanResult<String> step = scanStep(position.node, position.scan, params);
+            position.scan =
+                    ScanParams.SCAN_POINTER_START.equals(step.getCursor())
+                            ? null
+                            : step.getCursor();
+            for (String key : step.getResult()) {
+                if (key.startsWith(prefix) && isRecordSuffix(key.substring(prefix.length()))) {
+                    position.pending.add(key.substring(prefix.length()));
+                }
+            }
+        }
+        // A node that finished hands over to the next one, so the cursor ends after the last.
+        position.advance(nodes);
         if (now == 0) {
             now = number(((List<?>) run("get", prefix + "_:" + "0".repeat(64))).get(0));
         }
-        return new ListResult(now, records, null);
+        return new ListResult(now, records, position.render());
+    }
+
+    /** SCAN steps a page takes before it answers with the records it found (4x when none). */
+    private static final int LIST_SCAN_STEPS = 32;
+
+    /** One SCAN step on the server, or on the cluster primary {@code node} ({@code host:port}). */
+    private ScanResult<String> scanStep(String node, String cursor, ScanParams params) {
+        if (node == null) {
+            return client.scan(cursor, params);
+        }
+        ConnectionPool pool = ((RedisClusterClient) client).getClusterNodes().get(node);
+        if (pool == null) {
+            throw new IllegalStateException(
+                    "the cluster node "
+                            + node
+                            + " of the list cursor is no longer known to the client; start the"
+                            + " listing again");
+        }
+        try (Connection c = pool.getResource()) {
+            return new Jedis(c).scan(cursor, params);
+        }
+    }
+
+    /** The cluster's primaries ({@code host:port}), in name order. */
+    private List<String> primaries() {
+        List<String> names = new ArrayList<>();
+        for (Map.Entry<String, ConnectionPool> node :
+                ((RedisClusterClient) client).getClusterNodes().entrySet()) {
+            try (Connection c = node.getValue().getResource()) {
+                if (new Jedis(c).role().get(0).toString().equals("master")) {
+                    names.add(node.getKey());
+                }
+            }
+        }
+        java.util.Collections.sort(names);
+        return names;
+    }
+
+    /** {@code <t>:<key>}: {@code _} or {@code t} + lowercase hex, then 64 lowercase hex digits. */
+    static boolean isRecordSuffix(String suffix) {
+        int colon = suffix.indexOf(':');
+        if (colon < 0) {
+            return false;
+        }
+        String t = suffix.substring(0, colon);
+        String key = suffix.substring(colon + 1);
+        boolean tenantOk =
+                t.equals("_")
+                        || (t.startsWith("t") && t.length() % 2 == 1 && lowerHex(t.substring(1)));
+        return tenantOk && key.length() == 64 && lowerHex(key);
+    }
+
+    private static boolean lowerHex(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * A {@code list} position, as the native Redis store renders it: on a cluster the primary being
+     * scanned, where its SCAN is (null when it finished) and the keys (after the prefix) it
+     * returned that the previous page had no room for.
+     */
+    static final class ListCursor {
+        String node;
+        String scan;
+        final List<String> pending = new ArrayList<>();
+
+        static ListCursor parse(String text, boolean cluster) {
+            ListCursor c = new ListCursor();
+            if (text == null) {
+                c.scan = ScanParams.SCAN_POINTER_START;
+                return c;
+            }
+            IllegalArgumentException bad =
+                    new IllegalArgumentException(
+                            "bad list cursor " + text + " for the Redis store");
+            String scan;
+            String pending;
+            if (cluster) {
+                if (!text.startsWith("c1/")) {
+                    throw bad;
+                }
+                String[] parts = text.substring(3).split("/", 3);
+                if (parts.length != 3 || parts[0].lastIndexOf(':') <= 0) {
+                    throw bad;
+                }
+                c.node = parts[0];
+                scan = parts[1];
+                pending = parts[2];
+            } else {
+                if (!text.startsWith("r1.")) {
+                    throw bad;
+                }
+                String rest = text.substring(3);
+                int dot = rest.indexOf('.');
+                if (dot < 0) {
+                    throw bad;
+                }
+                scan = rest.substring(0, dot);
+                pending = rest.substring(dot + 1);
+            }
+            if (scan.equals("-")) {
+                c.scan = null;
+            } else {
+                try {
+                    Long.parseUnsignedLong(scan);
+                } catch (NumberFormatException e) {
+                    throw bad;
+                }
+                c.scan = scan;
+            }
+            if (!pending.isEmpty()) {
+                for (String suffix : pending.split(",", -1)) {
+                    if (!isRecordSuffix(suffix)) {
+                        throw bad;
+                    }
+                    c.pending.add(suffix);
+                }
+            }
+            return c;
+        }
+
+        /** Moves to the next primary (in {@code nodes}' order) once this one is done. */
+        boolean advance(List<String> nodes) {
+            if (scan != null || !pending.isEmpty() || node == null) {
+                return false;
+            }
+            for (String next : nodes) {
+                if (next.compareTo(node) > 0) {
+                    node = next;
+                    scan = ScanParams.SCAN_POINTER_START;
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        String render() {
+            if (scan == null && pending.isEmpty()) {
+                return null;
+            }
+            String at = scan == null ? "-" : scan;
+            String keys = String.join(",", pending);
+            return node == null ? "r1." + at + "." + keys : "c1/" + node + "/" + at + "/" + keys;
+        }
     }
 
     @Override

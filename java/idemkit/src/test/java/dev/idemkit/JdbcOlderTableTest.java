@@ -1,0 +1,175 @@
+package dev.idemkit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import java.util.stream.Collectors;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The JDBC store on a table an older idemkit made (the files {@code sql/postgres/001} to {@code
+ * 004}, without the fingerprint column of {@code 005}): like the native store it keeps working
+ * without fingerprints (the core's statements for such a table), warns once naming the migration,
+ * and keeps fingerprints once {@code createTableIfMissing()} has added the column.
+ */
+class JdbcOlderTableTest {
+    /** Held here: JUL keeps loggers only weakly, and a collected one would lose its handler. */
+    private static final Logger JDBC = Logger.getLogger("dev.idemkit.store.jdbc");
+
+    private final List<LogRecord> logged = new CopyOnWriteArrayList<>();
+    private final Handler capture =
+            new Handler() {
+                @Override
+                public void publish(LogRecord record) {
+                    logged.add(record);
+                }
+
+                @Override
+                public void flush() {}
+
+                @Override
+                public void close() {}
+            };
+
+    private DataSource dataSource;
+    private String table;
+
+    /** An EXPLICIT tool keyed by the order id; the payload is the whole input. */
+    public static class Orders implements IdempotencyKeySupplier {
+        final AtomicInteger runs = new AtomicInteger();
+
+        @Override
+        public String idempotencyKeyFor(Map<String, Object> input) {
+            return "order-" + input.get("order");
+        }
+
+        @Tool(name = "older_table_charge")
+        @Idempotent(strategy = KeyStrategy.EXPLICIT)
+        public int charge(String order, int amount) {
+            runs.incrementAndGet();
+            return amount;
+        }
+    }
+
+    @BeforeEach
+    void makeAnOlderTable() throws Exception {
+        dataSource = JavaClients.dataSource("JDBC store on an older table");
+        table = "idemkit_v10_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+        Path files =
+                Path.of(System.getProperty("idemkit.repo.root", "../.."))
+                        .resolve("sql/postgres")
+                        .toAbsolutePath()
+                        .normalize();
+        StringBuilder ddl = new StringBuilder();
+        for (String file :
+                List.of(
+                        "001_idemkit_records.sql",
+                        "002_idemkit_records_claimed_at.sql",
+                        "003_idemkit_records_held_outcome.sql",
+                        "004_idemkit_records_hot.sql")) {
+            ddl.append(Files.readString(files.resolve(file))).append('\n');
+        }
+        execute(
+                ddl.toString()
+                        .replace("idemkit_records_", table + "_")
+                        .replace("idemkit_records", table));
+        assertFalse(hasFingerprintColumn(), "the older table has no fingerprint column");
+        JDBC.addHandler(capture);
+    }
+
+    @AfterEach
+    void dropIt() throws Exception {
+        JDBC.removeHandler(capture);
+        execute("DROP TABLE IF EXISTS " + table);
+    }
+
+    private void execute(String sql) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                Statement s = c.createStatement()) {
+            s.execute(sql);
+        }
+    }
+
+    private boolean hasFingerprintColumn() throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                Statement s = c.createStatement();
+                ResultSet rs =
+                        s.executeQuery(
+                                "SELECT count(*) FROM information_schema.columns WHERE table_name"
+                                        + " = '"
+                                        + table
+                                        + "' AND column_name = 'fingerprint'")) {
+            rs.next();
+            return rs.getInt(1) == 1;
+        }
+    }
+
+    private List<LogRecord> warnings() {
+        return logged.stream()
+                .filter(r -> r.getLevel() == Level.WARNING)
+                .filter(r -> r.getMessage().contains(table))
+                .collect(Collectors.toList());
+    }
+
+    @Test
+    void the_jdbc_store_keeps_working_without_fingerprints_and_warns_once() throws Exception {
+        Orders orders = new Orders();
+        try (PostgresIdempotencyStore store = new PostgresIdempotencyStore(dataSource, table)) {
+            ToolDispatcher calls =
+                    ToolDispatcher.builder()
+                            .tools(orders)
+                            .store(store)
+                            .tenant("older-" + UUID.randomUUID())
+                            .build();
+            String order = "O-" + UUID.randomUUID();
+            assertEquals(5, calls.call("older_table_charge", Map.of("order", order, "amount", 5)));
+            assertEquals(5, calls.call("older_table_charge", Map.of("order", order, "amount", 5)));
+            // No fingerprint was kept, so another payload under the key is answered from the
+            // record, as on a 1.0 table with the native store (SPEC v1.1 rule 9).
+            assertEquals(5, calls.call("older_table_charge", Map.of("order", order, "amount", 6)));
+            assertEquals(1, orders.runs.get());
+
+            List<LogRecord> warned = warnings();
+            assertEquals(1, warned.size(), "one warning: " + logged);
+            String message = warned.get(0).getMessage();
+            assertTrue(
+                    message.contains("sql/postgres/005_idemkit_records_fingerprint.sql"), message);
+            assertTrue(
+                    message.contains("PostgresIdempotencyStore.createTableIfMissing()"), message);
+            assertFalse(message.contains("PostgresStore::"), message);
+
+            // The migration through the store: the old record still reads, new ones keep their
+            // fingerprint, and another payload is refused.
+            store.createTableIfMissing();
+            assertTrue(hasFingerprintColumn());
+            assertEquals(5, calls.call("older_table_charge", Map.of("order", order, "amount", 5)));
+            String fresh = "N-" + UUID.randomUUID();
+            assertEquals(7, calls.call("older_table_charge", Map.of("order", fresh, "amount", 7)));
+            assertThrows(
+                    PayloadMismatchException.class,
+                    () -> calls.call("older_table_charge", Map.of("order", fresh, "amount", 8)));
+            assertEquals(2, orders.runs.get());
+            assertEquals(1, warnings().size(), "no further warning: " + logged);
+        }
+    }
+}
