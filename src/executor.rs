@@ -24,7 +24,7 @@ use crate::policy::{
     Effect, Exchange, ExchangeVerdict, FailureClass, FailureSettlement, KeyStrategy, Policy,
     RetryBehavior, RetryPolicy, Tool,
 };
-use crate::record::{Failure, Outcome, Record, Token};
+use crate::record::{Failure, Outcome, Record, RecordState, Token};
 use crate::store::{
     Claim, ClaimReply, ClaimRequest, Completion, RecordId, Store, TakeOver, TakeOverRequest,
 };
@@ -1629,7 +1629,7 @@ impl Executor {
     /// Frees, in the background, a claim that may have landed although its reply was lost.
     fn release_lost_claim<T: Borrow<Tool>>(&self, attempt: &Attempt<T>, lease_until: Instant) {
         let Some(key) = attempt.key else { return };
-        let settler = self.settler(attempt, key, lease_until, Settlement::ReleaseUnrun);
+        let settler = self.settler(attempt, key, lease_until, Settlement::ReleaseLost);
         spawn_settling(settler.background(0));
     }
 
@@ -1794,8 +1794,15 @@ enum Settlement {
     Complete { outcome: Outcome, ttl_ms: u64 },
     /// Release the claim of a body that failed (without `cache_failures`).
     ReleaseFailed,
-    /// Release a claim whose body never ran (a lost claim reply, a call given up).
+    /// Release a claim whose body never ran and which is known to have landed (a call given
+    /// up after its claim was acquired).
     ReleaseUnrun,
+    /// Release a claim whose reply was lost (a store error, or no answer before the deadline):
+    /// the claim may still be on its way — a statement queued on a paused server runs when it
+    /// resumes — and land after a release that found nothing. So "nothing released" is checked
+    /// with `get`: while the record is absent, or still this claim's, the release is tried
+    /// again (at a slower pace while absent) until the lease ends.
+    ReleaseLost,
 }
 
 /// One claim to settle, with everything a background task needs.
@@ -1815,6 +1822,15 @@ enum Tried {
     Settled(Recording),
     /// A store error (or no answer in time), with its text: try again.
     Again(String),
+    /// A lost claim ([`Settlement::ReleaseLost`]) has not landed (yet): try again later, and at
+    /// the lease end stop without an error — a claim that never landed needs no release.
+    NotLanded,
+}
+
+/// How long to wait before looking again for a lost claim that has not landed: from 100 ms,
+/// doubling, at most 5 s (it may never land: the request never reached the server).
+fn not_landed_pause(looks: u32) -> Duration {
+    Duration::from_millis(100u64 << looks.min(6)).min(Duration::from_secs(5))
 }
 
 impl Settler {
@@ -1825,6 +1841,7 @@ impl Settler {
             let last = match self.once(inline_until.min(self.lease_until)).await {
                 Tried::Settled(recording) => return recording,
                 Tried::Again(last) => last,
+                Tried::NotLanded => "the claim has not landed yet".to_owned(),
             };
             let now = Instant::now();
             if now >= self.lease_until {
@@ -1849,19 +1866,29 @@ impl Settler {
 
     /// Retries until settled or until the lease ends.
     async fn background(self, mut tries: u32) {
+        let mut looks = 0;
         loop {
-            let last = match self.once(self.lease_until).await {
+            let (last, pause) = match self.once(self.lease_until).await {
                 Tried::Settled(_) => return,
-                Tried::Again(last) => last,
+                Tried::Again(last) => {
+                    let pause = crate::store::poll_backoff(tries);
+                    tries = tries.saturating_add(1);
+                    (Some(last), pause)
+                }
+                Tried::NotLanded => {
+                    let pause = not_landed_pause(looks);
+                    looks += 1;
+                    (None, pause)
+                }
             };
             let now = Instant::now();
             if now >= self.lease_until {
-                self.give_up(&last);
+                if let Some(last) = last {
+                    self.give_up(&last);
+                }
                 return;
             }
-            let pause = crate::store::poll_backoff(tries).min(self.lease_until - now);
-            tries = tries.saturating_add(1);
-            tokio::time::sleep(pause).await;
+            tokio::time::sleep(pause.min(self.lease_until - now)).await;
         }
     }
 
@@ -1896,9 +1923,24 @@ impl Settler {
                     Err(_) => late(),
                 }
             }
-            Settlement::ReleaseFailed | Settlement::ReleaseUnrun => {
+            Settlement::ReleaseFailed | Settlement::ReleaseUnrun | Settlement::ReleaseLost => {
                 let releasing = self.store.release(id, self.token);
                 match tokio::time::timeout_at(until.into(), releasing).await {
+                    Ok(Ok(false)) if matches!(self.what, Settlement::ReleaseLost) => {
+                        // Nothing released: gone, someone else's, or not landed yet.
+                        match tokio::time::timeout_at(until.into(), self.store.get(id)).await {
+                            Ok(Ok((None, _))) => Tried::NotLanded,
+                            Ok(Ok((Some(record), _)))
+                                if record.token == self.token
+                                    && record.state == RecordState::InProgress =>
+                            {
+                                Tried::Again("the claim landed while it was released".into())
+                            }
+                            Ok(Ok(_)) => Tried::Settled(Recording::Released),
+                            Ok(Err(error)) => Tried::Again(error.to_string()),
+                            Err(_) => late(),
+                        }
+                    }
                     Ok(Ok(_)) => {
                         if matches!(self.what, Settlement::ReleaseFailed) {
                             self.emit(EventKind::Released, None);
@@ -1924,7 +1966,7 @@ impl Settler {
                 EventKind::StoreError,
                 format!("could not release the claim after the body failed: {last}"),
             ),
-            Settlement::ReleaseUnrun => (
+            Settlement::ReleaseUnrun | Settlement::ReleaseLost => (
                 EventKind::StoreError,
                 format!("could not release a claim whose body never ran: {last}"),
             ),
@@ -1969,8 +2011,10 @@ struct ClaimTicket {
 }
 
 impl ClaimTicket {
-    /// The settler that releases this claim (its body never ran).
-    fn release_unrun(self) -> Settler {
+    /// The settler that releases this claim (its body never ran): `what` is
+    /// [`Settlement::ReleaseUnrun`] for a claim that landed, [`Settlement::ReleaseLost`] for one
+    /// whose reply was lost.
+    fn release_unrun(self, what: Settlement) -> Settler {
         let lease_until = self
             .lease_until
             .unwrap_or_else(|| Instant::now() + self.tool.policy().lease);
@@ -1982,7 +2026,7 @@ impl ClaimTicket {
             key: self.key,
             token: self.token,
             lease_until,
-            what: Settlement::ReleaseUnrun,
+            what,
         }
     }
 }
@@ -2021,14 +2065,24 @@ impl Drop for ClaimInFlight {
         };
         spawn_settling(async move {
             let (reply, ticket) = claiming.await;
-            if matches!(
-                reply,
+            match reply {
                 Ok(ClaimReply {
                     claim: Claim::Acquired { .. },
                     ..
-                }) | Err(_)
-            ) {
-                ticket.release_unrun().background(0).await;
+                }) => {
+                    ticket
+                        .release_unrun(Settlement::ReleaseUnrun)
+                        .background(0)
+                        .await
+                }
+                // The store failed: the claim may have landed, or may land yet.
+                Err(_) => {
+                    ticket
+                        .release_unrun(Settlement::ReleaseLost)
+                        .background(0)
+                        .await
+                }
+                Ok(_) => {}
             }
         });
     }

@@ -832,9 +832,12 @@ async fn a_result_larger_than_the_store_keeps_is_returned_once_and_repeats_get_o
 /// A real memory store behind a switch that makes chosen operations fail, as an unreachable
 /// server would. (Stopped Redis/PostgreSQL servers are tested in the store tests.)
 struct Unreliable {
-    inner: MemoryStore,
+    inner: Arc<MemoryStore>,
     claims_fail: AtomicBool,
     completes_fail: AtomicBool,
+    /// Claims fail at once but land 150 ms later, as a statement queued on a paused server
+    /// runs when it resumes, after its client gave up.
+    claims_land_late: AtomicBool,
 }
 
 #[async_trait]
@@ -842,6 +845,35 @@ impl Store for Unreliable {
     async fn claim(&self, r: &ClaimRequest<'_>) -> Result<ClaimReply, StoreError> {
         if self.claims_fail.load(Ordering::SeqCst) {
             return Err(StoreError::unavailable("connection refused"));
+        }
+        if self.claims_land_late.load(Ordering::SeqCst) {
+            let (inner, tenant, key, scope) = (
+                self.inner.clone(),
+                r.id.tenant.map(str::to_owned),
+                *r.id.key,
+                r.scope.to_owned(),
+            );
+            let fingerprint = r.fingerprint.map(str::to_owned);
+            let (token, lease_ms, ttl_ms) = (r.token, r.lease_ms, r.ttl_ms);
+            let (retry_failure, payload_checked) = (r.retry_failure, r.payload_checked);
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                let late = ClaimRequest {
+                    id: RecordId {
+                        tenant: tenant.as_deref(),
+                        key: &key,
+                    },
+                    scope: &scope,
+                    token,
+                    lease_ms,
+                    ttl_ms,
+                    retry_failure,
+                    fingerprint: fingerprint.as_deref(),
+                    payload_checked,
+                };
+                inner.claim(&late).await.unwrap();
+            });
+            return Err(StoreError::unavailable("connection reset"));
         }
         self.inner.claim(r).await
     }
@@ -890,10 +922,65 @@ impl Store for Unreliable {
 
 fn unreliable() -> Arc<Unreliable> {
     Arc::new(Unreliable {
-        inner: MemoryStore::new(),
+        inner: Arc::new(MemoryStore::new()),
         claims_fail: AtomicBool::new(false),
         completes_fail: AtomicBool::new(false),
+        claims_land_late: AtomicBool::new(false),
     })
+}
+
+/// SPEC v1.1 rules 4 and 5: a claim whose reply was lost may land after the executor's first
+/// release found nothing (a statement queued on a paused server runs when it resumes). The
+/// release is tried again until the lease ends, so the late claim is freed and the next call
+/// runs, instead of finding it in progress and, at the lease end, indeterminate.
+#[tokio::test]
+async fn a_lost_claim_that_lands_after_its_first_release_is_still_released() {
+    let store = unreliable();
+    store.claims_land_late.store(true, Ordering::SeqCst);
+    let exec = Executor::new(store.clone());
+    let t = tool(
+        "charge_card",
+        Policy::default().with_lease(Duration::from_secs(2)),
+    );
+    let runs = AtomicUsize::new(0);
+    assert_eq!(
+        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::StoreUnavailable
+    );
+    store.claims_land_late.store(false, Ordering::SeqCst);
+    // Ordering, not timing: the late claim has landed (150 ms) before the next call claims.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "sent"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(exec.events().count(EventKind::Indeterminate), 0);
+}
+
+/// A lost claim that never lands needs no release: the release looks for it until the lease
+/// ends and then stops without reporting a store error.
+#[tokio::test]
+async fn a_lost_claim_that_never_lands_ends_without_a_store_error() {
+    let store = unreliable();
+    store.claims_fail.store(true, Ordering::SeqCst);
+    let exec = Executor::new(store.clone());
+    let lease = Duration::from_millis(600);
+    let t = tool("charge_card", Policy::default().with_lease(lease));
+    let runs = AtomicUsize::new(0);
+    assert_eq!(
+        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::StoreUnavailable
+    );
+    store.claims_fail.store(false, Ordering::SeqCst);
+    tokio::time::sleep(lease + Duration::from_millis(400)).await;
+    // The one store error is the claim's; the release that found nothing added none.
+    assert_eq!(exec.events().count(EventKind::StoreError), 1);
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "sent"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
