@@ -145,7 +145,9 @@ public final class JavaStoreFaultChild {
                     HikariConfig config = new HikariConfig();
                     config.setDataSource(pgDataSource(url));
                     config.setMaximumPoolSize(4);
-                    config.setPoolName("idemkit-storm");
+                    // How long a call waits for a connection (HikariCP's default is 30 s).
+                    config.setConnectionTimeout(2_000);
+                    config.setPoolName("idemkit-test");
                     HikariDataSource pool = new HikariDataSource(config);
                     onClose.add(pool);
                     return new PostgresIdempotencyStore(pool).createTableIfMissing();
