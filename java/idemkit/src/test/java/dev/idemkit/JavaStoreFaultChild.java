@@ -19,7 +19,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.CyclicBarrier;
 import org.postgresql.ds.PGSimpleDataSource;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.RedisClient;
 
 /**
@@ -115,38 +114,41 @@ public final class JavaStoreFaultChild {
         return "item-" + i;
     }
 
+    /** {@link #open(String, String, List, boolean)} with the README's client timeouts. */
+    static IdempotencyStore open(String kind, String url, List<AutoCloseable> onClose) {
+        return open(kind, url, onClose, false);
+    }
+
     /**
      * Opens the store {@code kind} names ({@code jedis}, {@code jdbc}, {@code jdbc-pool}) on {@code
      * url}, with client timeouts so that a server that stops answering fails a call instead of
-     * hanging it. {@code onClose} gets what the caller closes after the store (the client).
+     * hanging it: the README's ({@link com.example.stores.ClientTimeouts}), or with {@code short} 2
+     * s for every PostgreSQL one (the private servers the tests pause, where the tests wait them
+     * out). {@code onClose} gets what the caller closes after the store (the client, the pool).
      */
-    static IdempotencyStore open(String kind, String url, List<AutoCloseable> onClose) {
+    static IdempotencyStore open(
+            String kind, String url, List<AutoCloseable> onClose, boolean shortTimeouts) {
         switch (kind) {
             case "jedis":
                 {
                     URI uri = URI.create(url);
                     RedisClient client =
-                            RedisClient.builder()
-                                    .hostAndPort(uri.getHost(), uri.getPort())
-                                    .clientConfig(
-                                            DefaultJedisClientConfig.builder()
-                                                    .connectionTimeoutMillis(1_000)
-                                                    .socketTimeoutMillis(1_000)
-                                                    .build())
-                                    .build();
+                            com.example.stores.ClientTimeouts.redisClient(
+                                    uri.getHost(), uri.getPort());
                     onClose.add(client);
                     return new dev.idemkit.jedis.RedisIdempotencyStore(
                             client, "idemkit-jedis-fault:");
                 }
             case "jdbc":
-                return new PostgresIdempotencyStore(pgDataSource(url)).createTableIfMissing();
+                return new PostgresIdempotencyStore(pgDataSource(url, shortTimeouts))
+                        .createTableIfMissing();
             case "jdbc-pool":
                 {
                     HikariConfig config = new HikariConfig();
-                    config.setDataSource(pgDataSource(url));
+                    config.setDataSource(pgDataSource(url, shortTimeouts));
                     config.setMaximumPoolSize(4);
                     // How long a call waits for a connection (HikariCP's default is 30 s).
-                    config.setConnectionTimeout(2_000);
+                    config.setConnectionTimeout(shortTimeouts ? 2_000 : 10_000);
                     config.setPoolName("idemkit-test");
                     HikariDataSource pool = new HikariDataSource(config);
                     onClose.add(pool);
@@ -159,26 +161,27 @@ public final class JavaStoreFaultChild {
 
     /**
      * PgJDBC's {@code DataSource} for {@code postgres://user[:password]@host:port/db}, with the
-     * timeouts an application sets so that a paused server fails calls: connect and login 2 s, a
-     * socket read 2 s.
+     * timeouts an application sets so that a paused server fails calls (the README's, {@link
+     * com.example.stores.ClientTimeouts}), or with {@code shortTimeouts} 2 s each.
      */
-    static PGSimpleDataSource pgDataSource(String url) {
+    static PGSimpleDataSource pgDataSource(String url, boolean shortTimeouts) {
         URI uri = URI.create(url);
-        PGSimpleDataSource ds = new PGSimpleDataSource();
-        ds.setServerNames(new String[] {uri.getHost()});
-        ds.setPortNumbers(new int[] {uri.getPort() < 0 ? 5432 : uri.getPort()});
-        ds.setDatabaseName(uri.getPath().substring(1));
-        String userInfo = uri.getUserInfo();
-        if (userInfo != null) {
-            int colon = userInfo.indexOf(':');
-            ds.setUser(colon < 0 ? userInfo : userInfo.substring(0, colon));
-            if (colon >= 0) {
-                ds.setPassword(userInfo.substring(colon + 1));
-            }
+        String userInfo = uri.getUserInfo() == null ? "" : uri.getUserInfo();
+        int colon = userInfo.indexOf(':');
+        PGSimpleDataSource ds =
+                com.example.stores.ClientTimeouts.dataSource(
+                        uri.getHost(),
+                        uri.getPort() < 0 ? 5432 : uri.getPort(),
+                        uri.getPath().substring(1),
+                        colon < 0 ? userInfo : userInfo.substring(0, colon));
+        if (colon >= 0) {
+            ds.setPassword(userInfo.substring(colon + 1));
         }
-        ds.setConnectTimeout(2);
-        ds.setLoginTimeout(2);
-        ds.setSocketTimeout(2);
+        if (shortTimeouts) {
+            ds.setConnectTimeout(2);
+            ds.setLoginTimeout(2);
+            ds.setSocketTimeout(2);
+        }
         return ds;
     }
 

@@ -486,7 +486,7 @@ class JavaStoreFaultTest {
         try (PrivateRedis server = PrivateRedis.start()) {
             List<AutoCloseable> clients = new ArrayList<>();
             try (IdempotencyStore store =
-                    JavaStoreFaultChild.open("jedis", server.url(), clients)) {
+                    JavaStoreFaultChild.open("jedis", server.url(), clients, true)) {
                 pauseAndResume(
                         store,
                         unchecked(() -> server.signal("-STOP")),
@@ -505,7 +505,7 @@ class JavaStoreFaultTest {
         try (PrivateRedis server = PrivateRedis.start()) {
             List<AutoCloseable> clients = new ArrayList<>();
             try (IdempotencyStore store =
-                    JavaStoreFaultChild.open("jedis", server.url(), clients)) {
+                    JavaStoreFaultChild.open("jedis", server.url(), clients, true)) {
                 // Persistence is off: the restarted server is empty.
                 killAndRestart(
                         store, server::kill, server::restart, false, "fault-" + UUID.randomUUID());
@@ -524,7 +524,7 @@ class JavaStoreFaultTest {
         List<Long> paused = new ArrayList<>();
         String tenant = "fault-" + UUID.randomUUID();
         List<AutoCloseable> clients = new ArrayList<>();
-        try (IdempotencyStore store = JavaStoreFaultChild.open(kind, server.url(), clients)) {
+        try (IdempotencyStore store = JavaStoreFaultChild.open(kind, server.url(), clients, true)) {
             pauseAndResume(
                     store,
                     unchecked(
@@ -548,7 +548,7 @@ class JavaStoreFaultTest {
         PrivatePostgres server = privatePostgres();
         String tenant = "fault-" + UUID.randomUUID();
         List<AutoCloseable> clients = new ArrayList<>();
-        try (IdempotencyStore store = JavaStoreFaultChild.open(kind, server.url(), clients)) {
+        try (IdempotencyStore store = JavaStoreFaultChild.open(kind, server.url(), clients, true)) {
             killAndRestart(
                     store,
                     () -> {
