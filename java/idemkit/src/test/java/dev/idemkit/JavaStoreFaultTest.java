@@ -780,13 +780,13 @@ class JavaStoreFaultTest {
                             "storm worker " + w + " hung" + tail(log));
                     assertEquals(0, p.exitValue(), "storm worker " + w + " failed" + tail(log));
                 }
+                checkStorm(dir, killOne);
             } finally {
                 for (Process p : workers) {
                     p.destroyForcibly().waitFor();
                 }
+                store.forget(tenant);
             }
-            checkStorm(dir, killOne);
-            store.forget(tenant);
         } finally {
             closeAll(clients);
             try (Stream<Path> files = Files.list(dir)) {
