@@ -184,10 +184,18 @@ class JavaStoreFaultTest {
             waitUntil("private redis-server answers again", () -> answers(port));
         }
 
+        /** Resumes it if paused, then SIGKILLs it. */
         @Override
-        public void close() throws Exception {
-            signal("-CONT");
-            process.destroyForcibly().waitFor();
+        public void close() throws IOException {
+            try {
+                signal("-CONT");
+                process.destroyForcibly().waitFor();
+            } catch (Exception e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+                throw new IOException("stopping the private redis-server", e);
+            }
         }
     }
 
@@ -308,13 +316,22 @@ class JavaStoreFaultTest {
             }
         }
 
+        /** Resumes it if paused, stops it and deletes its directory. */
         @Override
-        public void close() throws Exception {
-            if (Files.exists(dir.resolve("postmaster.pid"))) {
-                signal("-CONT", processes());
+        public void close() throws IOException {
+            try {
+                if (Files.exists(dir.resolve("postmaster.pid"))) {
+                    signal("-CONT", processes());
+                }
+            } catch (Exception e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+                throw new IOException("resuming the private PostgreSQL", e);
+            } finally {
+                pgCtl("stop", "immediate");
+                removeDir();
             }
-            pgCtl("stop", "immediate");
-            removeDir();
         }
     }
 
