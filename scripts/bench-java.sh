@@ -3,13 +3,18 @@
 #
 #   scripts/bench-java.sh                 all of DispatchBenchmark (about 2 minutes)
 #   scripts/bench-java.sh 'idemkit_hit'   a subset (JMH regex), extra JMH options after it
-#   scripts/bench-java.sh --stores [--rounds N] [JMH options]
+#   scripts/bench-java.sh --stores [--rounds N] [--calls N] [--no-jmh] [JMH options]
 #                                         StoreBenchmark: a repeat and an executed call through
 #                                         ToolDispatcher on the native Redis store, the Jedis store
 #                                         (RedisClient), the native PostgreSQL store and the JDBC
 #                                         store (HikariCP pool on PgJDBC), all on the same servers;
-#                                         the whole set N times (default 2), then a table of p50 and
-#                                         mean and the ratios Jedis ÷ native, JDBC ÷ native per round
+#                                         the JMH set N times (default 2; --no-jmh: none), then the
+#                                         same calls in one JVM with per-call counters (FacePeers
+#                                         --stores: native, Java, native, Java; N rounds of --calls
+#                                         calls, default 20000, a tenth of it for executed
+#                                         PostgreSQL calls): tables of p50, mean, client CPU,
+#                                         context switches and the ratios Jedis ÷ native, JDBC ÷
+#                                         native
 #   scripts/bench-java.sh --face [--rounds N] [--calls N] [--memory-calls N]
 #                                         FacePeers: per call wall time, process CPU and context
 #                                         switches of a Redis hit / executed call through the Java
@@ -44,13 +49,59 @@ case "${1:-}" in
     need IDEMKIT_REDIS_URL
     need IDEMKIT_POSTGRES_URL
     ROUNDS=2
-    if [[ "${1:-}" == --rounds ]]; then ROUNDS=$2; shift 2; fi
-    echo "uptime before: $(uptime)"
-    for round in $(seq "$ROUNDS"); do
-        java -cp "$CP" org.openjdk.jmh.Main 'dev.idemkit.StoreBenchmark' \
-            -rf json -rff "$OUT/jmh-stores-$round.json" "$@"
-        echo "uptime after round $round: $(uptime)"
+    CALLS=()
+    JMH=1
+    while (($#)); do
+        case "$1" in
+        --rounds) ROUNDS=$2; shift 2 ;;
+        --calls) CALLS=(--calls "$2"); shift 2 ;;
+        --no-jmh) JMH=0; shift ;;
+        *) break ;;
+        esac
     done
+    echo "uptime before: $(uptime)"
+    if ((JMH)); then
+        for round in $(seq "$ROUNDS"); do
+            java -cp "$CP" org.openjdk.jmh.Main 'dev.idemkit.StoreBenchmark' \
+                -rf json -rff "$OUT/jmh-stores-$round.json" "$@"
+            echo "uptime after JMH round $round: $(uptime)"
+        done
+    fi
+    # The same calls with per-call counters, native and Java store alternated in one JVM.
+    java -Xms512m -Xmx512m -cp "$CP" dev.idemkit.FacePeers --stores --rounds "$ROUNDS" "${CALLS[@]}" |
+        grep -v '^SLF4J' | tee "$OUT/stores-counters.txt"
+    echo "uptime after the counters: $(uptime)"
+    python3 - "$OUT" <<'PY'
+import statistics, sys
+out = sys.argv[1]
+res = {}
+for line in open(f"{out}/stores-counters.txt"):
+    if line.startswith("RESULT "):
+        kv = dict(p.split("=", 1) for p in line.split()[1:])
+        res.setdefault((kv["case"], kv["impl"]), []).append(kv)
+print()
+print("Per call, one calling thread (each cell: the median of the alternated runs, their range in brackets):")
+print()
+print("| call | store | runs | p50 µs | mean µs | client CPU µs | context switches | Java ÷ native: p50 / mean / CPU |")
+print("|---|---|---|---|---|---|---|---|")
+def col(runs, key):
+    v = [float(r[key]) for r in runs]
+    return statistics.median(v), min(v), max(v)
+for case in ("store_hit", "store_executed"):
+    for store, native in (("redis", None), ("jedis", "redis"), ("postgres", None), ("jdbc", "postgres")):
+        runs = res.get((case, store))
+        if not runs:
+            continue
+        cells = {k: col(runs, k) for k in ("p50_us", "mean_us", "cpu_us", "ctx")}
+        ratio = "—"
+        if native and res.get((case, native)):
+            n = {k: col(res[(case, native)], k)[0] for k in ("p50_us", "mean_us", "cpu_us")}
+            ratio = " / ".join(f"{cells[k][0] / n[k]:.2f}×" for k in ("p50_us", "mean_us", "cpu_us"))
+        fmt = lambda c, d: f"{c[0]:.{d}f} [{c[1]:.{d}f}–{c[2]:.{d}f}]"
+        print(f"| {case.split('_')[1]} | {store} | {len(runs)} | {fmt(cells['p50_us'], 1)} | {fmt(cells['mean_us'], 1)} | "
+              f"{fmt(cells['cpu_us'], 1)} | {fmt(cells['ctx'], 2)} | {ratio} |")
+PY
+    ((JMH)) || exit 0
     python3 - "$OUT" "$ROUNDS" <<'PY'
 import json, sys
 out, rounds = sys.argv[1], int(sys.argv[2])

@@ -113,12 +113,61 @@ public final class FacePeers {
         return sum;
     }
 
-    static volatile int sink;
+    /** Where each call's result goes (a plain field: the calls cannot be dropped, and no hash is made). */
+    static Object last;
 
-    static void measure(String lanes, int round, String name, String impl, int calls, boolean timeEach, Call call)
+    /**
+     * {@code --stores}: the stores written in Java against the native ones on the same servers
+     * (as {@link StoreBenchmark}), one calling thread, with the per-call counters: {@code
+     * store_hit} and {@code store_executed}, impl {@code redis}, {@code jedis}, {@code postgres},
+     * {@code jdbc}; each round runs native, Java, native, Java of one server before the next. An
+     * executed PostgreSQL call commits twice (two fsyncs): it runs {@code calls / 10} times.
+     */
+    static void stores(String lanes, int calls, int rounds) throws Exception {
+        String[] names = {"redis", "jedis", "postgres", "jdbc"};
+        StoreBenchmark[] benches = new StoreBenchmark[names.length];
+        try {
+            for (int i = 0; i < names.length; i++) {
+                benches[i] = new StoreBenchmark();
+                benches[i].store = names[i];
+                benches[i].setUp();
+            }
+            for (StoreBenchmark b : benches) {
+                int n = b.store.startsWith("p") || b.store.equals("jdbc") ? calls / 10 : calls;
+                for (int i = 0; i < calls; i++) {
+                    last = b.hit();
+                }
+                for (int i = 0; i < n; i++) {
+                    last = b.executed();
+                }
+            }
+            for (int round = 1; round <= rounds; round++) {
+                for (int pair = 0; pair < names.length; pair += 2) {
+                    StoreBenchmark nativeStore = benches[pair];
+                    StoreBenchmark javaStore = benches[pair + 1];
+                    int n = pair == 0 ? calls : calls / 10;
+                    for (int twice = 0; twice < 2; twice++) {
+                        measure(lanes, round + "." + (twice + 1), "store_hit", nativeStore.store, calls, true, i -> nativeStore.hit());
+                        measure(lanes, round + "." + (twice + 1), "store_hit", javaStore.store, calls, true, i -> javaStore.hit());
+                    }
+                    for (int twice = 0; twice < 2; twice++) {
+                        measure(lanes, round + "." + (twice + 1), "store_executed", nativeStore.store, n, true, i -> nativeStore.executed());
+                        measure(lanes, round + "." + (twice + 1), "store_executed", javaStore.store, n, true, i -> javaStore.executed());
+                    }
+                }
+            }
+        } finally {
+            for (StoreBenchmark b : benches) {
+                if (b != null && b.dispatcher != null) {
+                    b.tearDown();
+                }
+            }
+        }
+    }
+
+    static void measure(String lanes, Object round, String name, String impl, int calls, boolean timeEach, Call call)
             throws Exception {
         long[] each = timeEach ? new long[calls] : null;
-        int h = 0;
         long ctx0 = contextSwitches();
         long ticks0 = OS.getProcessCpuTime();
         long cpu0 = threadsCpuNanos();
@@ -126,26 +175,25 @@ public final class FacePeers {
         if (timeEach) {
             for (int i = 0; i < calls; i++) {
                 long s = System.nanoTime();
-                h += call.call(i).hashCode();
+                last = call.call(i);
                 each[i] = System.nanoTime() - s;
             }
         } else {
             for (int i = 0; i < calls; i++) {
-                h += call.call(i).hashCode();
+                last = call.call(i);
             }
         }
         long t1 = System.nanoTime();
         long cpu1 = threadsCpuNanos();
         long ticks1 = OS.getProcessCpuTime();
         long ctx1 = contextSwitches();
-        sink += h;
         String p50 = "-";
         if (timeEach) {
             Arrays.sort(each);
             p50 = String.format("%.1f", each[calls / 2] / 1000.0);
         }
         System.out.printf(
-                "RESULT lanes=%s round=%d case=%s impl=%s calls=%d p50_us=%s mean_us=%.3f cpu_us=%.3f"
+                "RESULT lanes=%s round=%s case=%s impl=%s calls=%d p50_us=%s mean_us=%.3f cpu_us=%.3f"
                         + " cpu_ticks_us=%.3f ctx=%.3f%n",
                 lanes,
                 round,
@@ -163,8 +211,12 @@ public final class FacePeers {
         int calls = 20_000;
         int memoryCalls = 300_000;
         int rounds = 2;
+        boolean stores = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
+                case "--stores":
+                    stores = true;
+                    break;
                 case "--calls":
                     calls = Integer.parseInt(args[++i]);
                     break;
@@ -178,11 +230,15 @@ public final class FacePeers {
                     throw new IllegalArgumentException(
                             "FacePeers: unknown argument "
                                     + args[i]
-                                    + "; use --calls N, --memory-calls N, --rounds N");
+                                    + "; use --calls N, --memory-calls N, --rounds N, --stores");
             }
         }
         String lanesEnv = System.getenv("IDEMKIT_CALLER_LANES");
         String lanes = lanesEnv == null || lanesEnv.isEmpty() ? "default" : lanesEnv;
+        if (stores) {
+            stores(lanes, calls, rounds);
+            return;
+        }
         String url = StoreBenchmark.env("IDEMKIT_REDIS_URL");
         String run = Long.toHexString(ThreadLocalRandom.current().nextLong());
         String tenant = "bench-face-" + run;
@@ -248,7 +304,7 @@ public final class FacePeers {
                     }) {
                 int n = c == idemkitMemoryHit || c == peerMemoryHit ? memoryCalls : calls;
                 for (int i = 0; i < n; i++) {
-                    sink += c.call(i).hashCode();
+                    last = c.call(i);
                 }
             }
             // Each round: peer, idemkit, peer, idemkit of one case (A B A B in one time window).
@@ -269,6 +325,5 @@ public final class FacePeers {
             redis.close();
             memory.close();
         }
-        System.out.println("sink " + (sink == 42 ? "" : "ok"));
     }
 }
