@@ -14,7 +14,8 @@
 #                                         calls, default 20000, a tenth of it for executed
 #                                         PostgreSQL calls): tables of p50, mean, client CPU,
 #                                         context switches and the ratios Jedis ÷ native, JDBC ÷
-#                                         native
+#                                         native; also the native memory store against a map store
+#                                         written in Java (spi): the bridge's own cost
 #   scripts/bench-java.sh --face [--rounds N] [--calls N] [--memory-calls N]
 #                                         FacePeers: per call wall time, process CPU and context
 #                                         switches of a Redis hit / executed call through the Java
@@ -88,7 +89,7 @@ def col(runs, key):
     v = [float(r[key]) for r in runs]
     return statistics.median(v), min(v), max(v)
 for case in ("store_hit", "store_executed"):
-    for store, native in (("redis", None), ("jedis", "redis"), ("postgres", None), ("jdbc", "postgres")):
+    for store, native in (("redis", None), ("jedis", "redis"), ("postgres", None), ("jdbc", "postgres"), ("memory", None), ("spi", "memory")):
         runs = res.get((case, store))
         if not runs:
             continue
@@ -114,7 +115,7 @@ for r in range(1, rounds + 1):
         m = b["primaryMetric"]
         res[(b["benchmark"].rsplit(".", 1)[1], b["params"]["store"])] = (m["scorePercentiles"]["50.0"], m["score"])
     for call in ("hit", "executed"):
-        for store, native in (("redis", None), ("jedis", "redis"), ("postgres", None), ("jdbc", "postgres")):
+        for store, native in (("redis", None), ("jedis", "redis"), ("postgres", None), ("jdbc", "postgres"), ("memory", None), ("spi", "memory")):
             if (call, store) not in res:
                 continue
             p50, mean = res[(call, store)]

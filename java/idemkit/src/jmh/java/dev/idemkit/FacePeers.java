@@ -120,11 +120,13 @@ public final class FacePeers {
      * {@code --stores}: the stores written in Java against the native ones on the same servers
      * (as {@link StoreBenchmark}), one calling thread, with the per-call counters: {@code
      * store_hit} and {@code store_executed}, impl {@code redis}, {@code jedis}, {@code postgres},
-     * {@code jdbc}; each round runs native, Java, native, Java of one server before the next. An
-     * executed PostgreSQL call commits twice (two fsyncs): it runs {@code calls / 10} times.
+     * {@code jdbc}, and {@code memory} against {@code spi} (the bridge alone, {@link
+     * MapStoreOperations}); each round runs native, Java, native, Java of one server before the
+     * next. An executed PostgreSQL call commits twice (two fsyncs): it runs {@code calls / 10}
+     * times; the two stores without a server {@code 10 × calls} times.
      */
     static void stores(String lanes, int calls, int rounds) throws Exception {
-        String[] names = {"redis", "jedis", "postgres", "jdbc"};
+        String[] names = {"redis", "jedis", "postgres", "jdbc", "memory", "spi"};
         StoreBenchmark[] benches = new StoreBenchmark[names.length];
         try {
             for (int i = 0; i < names.length; i++) {
@@ -133,8 +135,9 @@ public final class FacePeers {
                 benches[i].setUp();
             }
             for (StoreBenchmark b : benches) {
-                int n = b.store.startsWith("p") || b.store.equals("jdbc") ? calls / 10 : calls;
-                for (int i = 0; i < calls; i++) {
+                boolean local = b.store.equals("memory") || b.store.equals("spi");
+                int n = b.store.startsWith("p") || b.store.equals("jdbc") ? calls / 10 : local ? 10 * calls : calls;
+                for (int i = 0; i < (local ? 10 * calls : calls); i++) {
                     last = b.hit();
                 }
                 for (int i = 0; i < n; i++) {
@@ -145,10 +148,11 @@ public final class FacePeers {
                 for (int pair = 0; pair < names.length; pair += 2) {
                     StoreBenchmark nativeStore = benches[pair];
                     StoreBenchmark javaStore = benches[pair + 1];
-                    int n = pair == 0 ? calls : calls / 10;
+                    int n = pair == 0 ? calls : pair == 2 ? calls / 10 : 10 * calls;
+                    int hits = pair == 4 ? 10 * calls : calls;
                     for (int twice = 0; twice < 2; twice++) {
-                        measure(lanes, round + "." + (twice + 1), "store_hit", nativeStore.store, calls, true, i -> nativeStore.hit());
-                        measure(lanes, round + "." + (twice + 1), "store_hit", javaStore.store, calls, true, i -> javaStore.hit());
+                        measure(lanes, round + "." + (twice + 1), "store_hit", nativeStore.store, hits, true, i -> nativeStore.hit());
+                        measure(lanes, round + "." + (twice + 1), "store_hit", javaStore.store, hits, true, i -> javaStore.hit());
                     }
                     for (int twice = 0; twice < 2; twice++) {
                         measure(lanes, round + "." + (twice + 1), "store_executed", nativeStore.store, n, true, i -> nativeStore.executed());

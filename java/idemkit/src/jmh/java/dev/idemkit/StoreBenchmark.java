@@ -26,7 +26,9 @@ import redis.clients.jedis.RedisClient;
  * {@link ToolDispatcher}: a repeat (one remembered input) and an executed call (a new input each
  * call), one caller. {@code store}: {@code redis} (native, by URL), {@code jedis} (the Jedis store
  * over a {@code RedisClient}), {@code postgres} (native, by URL), {@code jdbc} (the JDBC store over
- * a HikariCP pool on PgJDBC). The servers are {@code IDEMKIT_REDIS_URL} and {@code
+ * a HikariCP pool on PgJDBC); and with no server, {@code memory} (the native in-memory store)
+ * against {@code spi} (a {@code ConcurrentHashMap} store written in Java, {@link
+ * MapStoreOperations}): what the bridge to a Java store costs by itself. The servers are {@code IDEMKIT_REDIS_URL} and {@code
  * IDEMKIT_POSTGRES_URL}; the records go to the prefix {@code idemkit-bench:} and the table {@code
  * idemkit_bench_records}, tenant {@code bench-<random>}, forgotten at the end of each trial.
  */
@@ -34,8 +36,11 @@ import redis.clients.jedis.RedisClient;
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Fork(value = 1, jvmArgsAppend = {"-Xms512m", "-Xmx512m"})
-@Warmup(iterations = 2, time = 2)
-@Measurement(iterations = 3, time = 2)
+// The Java stores run more Java (Jedis or PgJDBC, Jackson for the bridge) than the native ones:
+// with 2 × 2 s of warm-up on the loaded 2 cores, their code was not compiled yet (a Jedis hit read
+// 1.8-2.0× the native one; after 4 × 5 s, 1.00×).
+@Warmup(iterations = 4, time = 5)
+@Measurement(iterations = 3, time = 3)
 public class StoreBenchmark {
     static final String PREFIX = "idemkit-bench:";
     static final String TABLE = "idemkit_bench_records";
@@ -49,7 +54,7 @@ public class StoreBenchmark {
         }
     }
 
-    @Param({"redis", "jedis", "postgres", "jdbc"})
+    @Param({"redis", "jedis", "postgres", "jdbc", "memory", "spi"})
     public String store;
 
     IdempotencyStore opened;
@@ -116,8 +121,17 @@ public class StoreBenchmark {
                 pool = hikari(env("IDEMKIT_POSTGRES_URL"), 4);
                 opened = new PostgresIdempotencyStore(pool, TABLE).createTableIfMissing();
                 break;
+            case "memory":
+                opened = new InMemoryIdempotencyStore();
+                break;
+            case "spi":
+                opened = IdempotencyStore.of(new MapStoreOperations());
+                break;
             default:
-                throw new IllegalArgumentException("StoreBenchmark: unknown store " + store);
+                throw new IllegalArgumentException(
+                        "StoreBenchmark: unknown store "
+                                + store
+                                + "; use redis, jedis, postgres, jdbc, memory or spi");
         }
         run = Long.toHexString(ThreadLocalRandom.current().nextLong());
         tenant = "bench-" + run;
