@@ -12,7 +12,7 @@
 #                                         same calls in one JVM with per-call counters (FacePeers
 #                                         --stores: native, Java, native, Java; N rounds of --calls
 #                                         calls, default 20000, a tenth of it for executed
-#                                         PostgreSQL calls): tables of p50, mean, client CPU,
+#                                         PostgreSQL calls, ten times it for hits without a server): tables of p50, mean, client CPU,
 #                                         context switches and the ratios Jedis ÷ native, JDBC ÷
 #                                         native; also the native memory store against a map store
 #                                         written in Java (spi): the bridge's own cost
@@ -69,7 +69,7 @@ case "${1:-}" in
         done
     fi
     # The same calls with per-call counters, native and Java store alternated in one JVM.
-    java -Xms512m -Xmx512m -cp "$CP" dev.idemkit.FacePeers --stores --rounds "$ROUNDS" "${CALLS[@]}" |
+    java -Xms1g -Xmx1g -cp "$CP" dev.idemkit.FacePeers --stores --rounds "$ROUNDS" "${CALLS[@]}" |
         grep -v '^SLF4J' | tee "$OUT/stores-counters.txt"
     echo "uptime after the counters: $(uptime)"
     python3 - "$OUT" <<'PY'

@@ -123,7 +123,7 @@ public final class FacePeers {
      * {@code jdbc}, and {@code memory} against {@code spi} (the bridge alone, {@link
      * MapStoreOperations}); each round runs native, Java, native, Java of one server before the
      * next. An executed PostgreSQL call commits twice (two fsyncs): it runs {@code calls / 10}
-     * times; the two stores without a server {@code 10 × calls} times.
+     * times; a hit on the two stores without a server {@code 10 × calls} times.
      */
     static void stores(String lanes, int calls, int rounds) throws Exception {
         String[] names = {"redis", "jedis", "postgres", "jdbc", "memory", "spi"};
@@ -136,7 +136,7 @@ public final class FacePeers {
             }
             for (StoreBenchmark b : benches) {
                 boolean local = b.store.equals("memory") || b.store.equals("spi");
-                int n = b.store.startsWith("p") || b.store.equals("jdbc") ? calls / 10 : local ? 10 * calls : calls;
+                int n = b.store.startsWith("p") || b.store.equals("jdbc") ? calls / 10 : calls;
                 for (int i = 0; i < (local ? 10 * calls : calls); i++) {
                     last = b.hit();
                 }
@@ -148,7 +148,8 @@ public final class FacePeers {
                 for (int pair = 0; pair < names.length; pair += 2) {
                     StoreBenchmark nativeStore = benches[pair];
                     StoreBenchmark javaStore = benches[pair + 1];
-                    int n = pair == 0 ? calls : pair == 2 ? calls / 10 : 10 * calls;
+                    // Executed calls keep their records: the local stores' would fill the heap.
+                    int n = pair == 2 ? calls / 10 : calls;
                     int hits = pair == 4 ? 10 * calls : calls;
                     for (int twice = 0; twice < 2; twice++) {
                         measure(lanes, round + "." + (twice + 1), "store_hit", nativeStore.store, hits, true, i -> nativeStore.hit());
@@ -216,10 +217,14 @@ public final class FacePeers {
         int memoryCalls = 300_000;
         int rounds = 2;
         boolean stores = false;
+        String only = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--stores":
                     stores = true;
+                    break;
+                case "--only":
+                    only = args[++i];
                     break;
                 case "--calls":
                     calls = Integer.parseInt(args[++i]);
@@ -234,7 +239,7 @@ public final class FacePeers {
                     throw new IllegalArgumentException(
                             "FacePeers: unknown argument "
                                     + args[i]
-                                    + "; use --calls N, --memory-calls N, --rounds N, --stores");
+                                    + "; use --calls N, --memory-calls N, --rounds N, --stores, --only CASE_IMPL");
             }
         }
         String lanesEnv = System.getenv("IDEMKIT_CALLER_LANES");
@@ -312,6 +317,27 @@ public final class FacePeers {
                 }
             }
             // Each round: peer, idemkit, peer, idemkit of one case (A B A B in one time window).
+            if (only != null) {
+                // One case alone (e.g. redis_hit_idemkit), for a profiler or strace: no counters.
+                Map<String, Call> cases =
+                        Map.of(
+                                "redis_hit_peer", peerRedisHit,
+                                "redis_hit_idemkit", idemkitRedisHit,
+                                "redis_executed_peer", peerRedisExecuted,
+                                "redis_executed_idemkit", idemkitRedisExecuted,
+                                "memory_hit_peer", peerMemoryHit,
+                                "memory_hit_idemkit", idemkitMemoryHit);
+                Call c = cases.get(only);
+                if (c == null) {
+                    throw new IllegalArgumentException("FacePeers: --only takes one of " + new TreeMap<>(cases).keySet());
+                }
+                System.out.println("READY " + only);
+                for (int i = 0; i < (only.startsWith("memory") ? memoryCalls : calls); i++) {
+                    last = c.call(i);
+                }
+                System.out.println("DONE " + only);
+                rounds = 0;
+            }
             for (int round = 1; round <= rounds; round++) {
                 measure(lanes, round, "redis_hit", "peer", calls, true, peerRedisHit);
                 measure(lanes, round, "redis_hit", "idemkit", calls, true, idemkitRedisHit);
