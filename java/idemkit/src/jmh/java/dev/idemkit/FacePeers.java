@@ -33,8 +33,9 @@ import redis.clients.jedis.params.SetParams;
  *       {@code ConcurrentHashMap}.
  * </ul>
  *
- * <p>Prints one {@code RESULT} line per case and implementation and round: {@code p50_us} (Redis
- * cases; each call timed), {@code mean_us}, {@code cpu_us} and {@code ctx} per call.
+ * <p>The peer and idemkit of a case run interleaved, a block of calls each in turn. Prints one
+ * {@code RESULT} line per case and implementation and round: {@code p50_us} (Redis cases; each
+ * call timed), {@code mean_us}, {@code cpu_us} and {@code ctx} per call.
  */
 public final class FacePeers {
     private FacePeers() {}
@@ -212,6 +213,62 @@ public final class FacePeers {
                 (double) (ctx1 - ctx0) / calls);
     }
 
+    /**
+     * The peer and idemkit of one case interleaved in blocks of {@code block} calls (peer, idemkit,
+     * peer, ...), each block's wall time, CPU and context switches added to its implementation's:
+     * a burst of load on the shared machine lands on both, not on whichever ran at the time.
+     */
+    static void interleaved(String lanes, int round, String name, int calls, int block, boolean timeEach, Call peer, Call idemkit)
+            throws Exception {
+        String[] impls = {"peer", "idemkit"};
+        Call[] of = {peer, idemkit};
+        long[][] each = {timeEach ? new long[calls] : null, timeEach ? new long[calls] : null};
+        long[] wall = new long[2];
+        long[] cpu = new long[2];
+        long[] ctx = new long[2];
+        for (int start = 0; start < calls; start += block) {
+            int end = Math.min(calls, start + block);
+            for (int k = 0; k < 2; k++) {
+                Call call = of[k];
+                long ctx0 = contextSwitches();
+                long cpu0 = threadsCpuNanos();
+                long t0 = System.nanoTime();
+                if (timeEach) {
+                    for (int i = start; i < end; i++) {
+                        long t = System.nanoTime();
+                        last = call.call(i);
+                        each[k][i] = System.nanoTime() - t;
+                    }
+                } else {
+                    for (int i = start; i < end; i++) {
+                        last = call.call(i);
+                    }
+                }
+                wall[k] += System.nanoTime() - t0;
+                cpu[k] += threadsCpuNanos() - cpu0;
+                ctx[k] += contextSwitches() - ctx0;
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            String p50 = "-";
+            if (timeEach) {
+                Arrays.sort(each[k]);
+                p50 = String.format("%.1f", each[k][calls / 2] / 1000.0);
+            }
+            System.out.printf(
+                    "RESULT lanes=%s round=%d case=%s impl=%s calls=%d p50_us=%s mean_us=%.3f cpu_us=%.3f ctx=%.3f%n",
+                    lanes,
+                    round,
+                    name,
+                    impls[k],
+                    calls,
+                    p50,
+                    wall[k] / 1000.0 / calls,
+                    cpu[k] / 1000.0 / calls,
+                    (double) ctx[k] / calls);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         int calls = 20_000;
         int memoryCalls = 300_000;
@@ -316,7 +373,6 @@ public final class FacePeers {
                     last = c.call(i);
                 }
             }
-            // Each round: peer, idemkit, peer, idemkit of one case (A B A B in one time window).
             if (only != null) {
                 // One case alone (e.g. redis_hit_idemkit), for a profiler or strace: no counters.
                 Map<String, Call> cases =
@@ -338,13 +394,12 @@ public final class FacePeers {
                 System.out.println("DONE " + only);
                 rounds = 0;
             }
+            // Each round: peer and idemkit of one case interleaved, 500 Redis calls (10,000 memory
+            // calls) at a time, so that both see the same moments of the machine.
             for (int round = 1; round <= rounds; round++) {
-                measure(lanes, round, "redis_hit", "peer", calls, true, peerRedisHit);
-                measure(lanes, round, "redis_hit", "idemkit", calls, true, idemkitRedisHit);
-                measure(lanes, round, "redis_executed", "peer", calls, true, peerRedisExecuted);
-                measure(lanes, round, "redis_executed", "idemkit", calls, true, idemkitRedisExecuted);
-                measure(lanes, round, "memory_hit", "peer", memoryCalls, false, peerMemoryHit);
-                measure(lanes, round, "memory_hit", "idemkit", memoryCalls, false, idemkitMemoryHit);
+                interleaved(lanes, round, "redis_hit", calls, 500, true, peerRedisHit, idemkitRedisHit);
+                interleaved(lanes, round, "redis_executed", calls, 500, true, peerRedisExecuted, idemkitRedisExecuted);
+                interleaved(lanes, round, "memory_hit", memoryCalls, 10_000, false, peerMemoryHit, idemkitMemoryHit);
             }
             redisStore.forget(tenant);
             // The peer's keys expire in 10 minutes; drop them now.
