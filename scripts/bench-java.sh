@@ -22,7 +22,8 @@
 #                                         face against a naive Jedis GET (GET + SET EX) peer, and of
 #                                         a memory-store hit against SHA-256 + ConcurrentHashMap;
 #                                         N rounds (default 2) of a JVM with the caller lanes on
-#                                         (IDEMKIT_CALLER_LANES unset: 8) then off (=0), A B A B
+#                                         (IDEMKIT_CALLER_LANES unset: 8) then off (=0), A B A B;
+#                                         in each, peer and idemkit interleaved 500 calls at a time
 #
 # --stores and --face run against IDEMKIT_REDIS_URL and IDEMKIT_POSTGRES_URL (--face: Redis only):
 # the test servers (eval "$(scripts/services.sh env)") or servers of your own. Records go to the
