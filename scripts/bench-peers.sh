@@ -18,6 +18,12 @@
 #   --before BINARY: also runs a peers binary built from an earlier commit (copy
 #           target/release/deps/peers-* away before rebuilding), on fresh idemkit records and
 #           table, and adds its column: before and after in one run.
+#   --java: also runs the Java face on the same private servers, between the clients and the
+#           second floors: `scripts/bench-java.sh --face --rounds 1` (a Redis hit and executed
+#           call through ToolDispatcher against naive Jedis GET / GET + SET EX peers, and a
+#           memory-store hit against SHA-256 + ConcurrentHashMap, caller lanes on then off) and
+#           `scripts/bench-java.sh --stores --no-jmh --rounds 1` (Redis, Jedis, PostgreSQL and JDBC
+#           stores through the Java face), and adds the Java rows.
 #
 # Needs redis-server, redis-benchmark, PostgreSQL's initdb/pg_ctl/pgbench (as scripts/services.sh).
 set -euo pipefail
@@ -26,11 +32,13 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 SECONDS_PER_RUN=3
 BEFORE=""
+JAVA=0
 while (($#)); do
     case "$1" in
     --seconds) SECONDS_PER_RUN=$2; shift 2 ;;
     --before) BEFORE=$(readlink -f "$2"); shift 2 ;;
-    *) echo "usage: $0 [--seconds N] [--before BINARY]" >&2; exit 2 ;;
+    --java) JAVA=1; shift ;;
+    *) echo "usage: $0 [--seconds N] [--before BINARY] [--java]" >&2; exit 2 ;;
     esac
 done
 
@@ -145,6 +153,13 @@ WAL_FLOOR_BEFORE=$("${PG[@]}" -c "SELECT wal_records || ' ' || wal_bytes FROM pg
 pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M prepared -c 1 -t 5000 -f "$WORK/write.sql" postgres >/dev/null 2>&1
 WAL_FLOOR_AFTER=$("${PG[@]}" -c "SELECT wal_records || ' ' || wal_bytes FROM pg_stat_wal")
 echo "pg_write_wal $WAL_FLOOR_BEFORE $WAL_FLOOR_AFTER 5000" >"$OUT/wal.txt"
+if ((JAVA)); then
+    log "the Java face on the same servers (scripts/bench-java.sh --face, then --stores --no-jmh)"
+    IDEMKIT_REDIS_URL=$PEERS_REDIS_URL IDEMKIT_POSTGRES_URL=$PEERS_POSTGRES_URL \
+        scripts/bench-java.sh --face --rounds 1 | tee "$OUT/java-face.txt" >&2
+    IDEMKIT_REDIS_URL=$PEERS_REDIS_URL IDEMKIT_POSTGRES_URL=$PEERS_POSTGRES_URL \
+        scripts/bench-java.sh --stores --no-jmh --rounds 1 | tee "$OUT/java-stores.txt" >&2
+fi
 log "floors (2)"
 floors | tee "$OUT/floor2.txt" >&2
 
@@ -239,6 +254,38 @@ def ratio(path, key):
 print(f"Ratios to the peer: Redis server CPU per call repeat {ratio('redis_repeat', 'server_cpu_us'):.2f}×, "
       f"executed {ratio('redis_executed', 'server_cpu_us'):.2f}× (target ≤ 1.3×); "
       f"PostgreSQL WAL bytes per executed call {ratio('postgres_executed', 'wal_bytes'):.2f}× (target ≤ 1.3×).")
+java = {}
+for f in ("java-face.txt", "java-stores.txt"):
+    if os.path.exists(f"{out}/{f}"):
+        for line in open(f"{out}/{f}"):
+            if line.startswith("RESULT "):
+                kv = dict(p.split("=", 1) for p in line.split()[1:])
+                java.setdefault((f, kv["case"], kv["impl"]), kv)
+if java:
+    print()
+    print("The Java face, same run (one calling thread; `bench-java.sh --stores` for the stores, `--face` for the peers, caller lanes on):")
+    print()
+    print("| path | idemkit Java p50 µs (÷ floor, target) | idemkit Rust p50 µs | naive Java peer p50 µs |")
+    print("|---|---|---|---|")
+    for label, path, case, store, fp50, target, peer_case in (
+        ("Redis repeat", "redis_repeat", "store_hit", "redis", rows[0][3], 1.15, "redis_hit"),
+        ("Redis executed", "redis_executed", "store_executed", "redis", rows[1][3], 1.2, "redis_executed"),
+        ("PostgreSQL repeat", "postgres_repeat", "store_hit", "postgres", rows[2][3], 1.15, None),
+        ("PostgreSQL executed", "postgres_executed", "store_executed", "postgres", rows[3][3], 1.25, None),
+    ):
+        j = java.get(("java-stores.txt", case, store))
+        if not j:
+            continue
+        jp50 = float(j["p50_us"])
+        peer = java.get(("java-face.txt", peer_case, "peer")) if peer_case else None
+        print(f"| {label} | {jp50:.0f} ({jp50 / fp50:.2f}×, ≤ {target}: {'met' if jp50 / fp50 <= target else 'missed'}) | "
+              f"{g(path, 'idemkit', 'p50_us'):.0f} | {peer['p50_us'] if peer else '—'} |")
+    for case in ("redis_hit", "redis_executed", "memory_hit"):
+        p, i = java.get(("java-face.txt", case, "peer")), java.get(("java-face.txt", case, "idemkit"))
+        if p and i:
+            print(f"\nJava {case.replace('_', ' ')} against its naive peer: mean {float(i['mean_us']):.2f} / {float(p['mean_us']):.2f} µs "
+                  f"({float(i['mean_us']) / float(p['mean_us']):.2f}×), client CPU {float(i['cpu_us']):.2f} / {float(p['cpu_us']):.2f} µs "
+                  f"({float(i['cpu_us']) / float(p['cpu_us']):.2f}×), context switches {float(i['ctx']):.2f} / {float(p['ctx']):.2f} per call.")
 print()
 print("Floor runs (before / after the clients): " + "; ".join(
     f"{k} " + " / ".join(f"{p:.0f} µs {o:,.0f}/s" for p, o in v) for k, v in sorted(floor.items())))
