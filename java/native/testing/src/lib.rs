@@ -191,6 +191,15 @@ fn rust_call<'l>(
     Ok(JString::from_str(env, reply.to_string())?)
 }
 
+/// The core's `Store` behind a Java store handle (a Java-written store: its upcalls).
+fn core_store(store: jlong) -> Result<std::sync::Arc<dyn idemkit::store::Store>> {
+    // SAFETY: the Java caller holds the store open across the native call (`NativeTestSupport`),
+    // and this library is the one that opened it.
+    let executor =
+        unsafe { executor_of(store) }.ok_or(Failure::NullHandle("the idempotency store"))?;
+    Ok(executor.store().clone())
+}
+
 /// The take-over checks of the core's store conformance suite (SPEC v1.1 rule 12:
 /// `idemkit::testing`) on the store behind `store` — for a Java-written store, through its
 /// upcalls: 16 concurrent take-overs of one abandoned claim have exactly one winner, and only an
@@ -203,11 +212,7 @@ pub extern "system" fn Java_dev_idemkit_NativeTestSupport_takeOverConformance<'l
     store: jlong,
 ) {
     entry(&mut env, |_| {
-        // SAFETY: the Java caller holds the store open across this call (`NativeTestSupport`),
-        // and this library is the one that opened it.
-        let executor =
-            unsafe { executor_of(store) }.ok_or(Failure::NullHandle("the idempotency store"))?;
-        let store = executor.store().clone();
+        let store = core_store(store)?;
         idemkit::runtime::block_on(async move {
             idemkit::testing::concurrent_take_overs_of_an_abandoned_claim_have_exactly_one_winner(
                 store.clone(),
@@ -233,11 +238,7 @@ pub extern "system" fn Java_dev_idemkit_NativeTestSupport_storeConformance<'l>(
     store: jlong,
 ) {
     entry(&mut env, |_| {
-        // SAFETY: the Java caller holds the store open across this call (`NativeTestSupport`),
-        // and this library is the one that opened it.
-        let executor =
-            unsafe { executor_of(store) }.ok_or(Failure::NullHandle("the idempotency store"))?;
-        let store = executor.store().clone();
+        let store = core_store(store)?;
         idemkit::runtime::block_on(idemkit::testing::check_store(move || {
             let store = store.clone();
             async move { store }
@@ -279,11 +280,7 @@ pub extern "system" fn Java_dev_idemkit_NativeTestSupport_listThroughCore<'l>(
     newest: jboolean,
 ) -> JString<'l> {
     entry(&mut env, |env| {
-        // SAFETY: the Java caller holds the store open across this call (`NativeTestSupport`),
-        // and this library is the one that opened it.
-        let executor =
-            unsafe { executor_of(store) }.ok_or(Failure::NullHandle("the idempotency store"))?;
-        let store = executor.store().clone();
+        let store = core_store(store)?;
         let filter = idemkit::store::ListFilter {
             tenant: Some(string(env, &tenant)?),
             status: None,

@@ -14,9 +14,7 @@ import java.sql.Statement;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
@@ -36,20 +34,8 @@ class JdbcOlderTableTest {
     /** Held here: JUL keeps loggers only weakly, and a collected one would lose its handler. */
     private static final Logger JDBC = Logger.getLogger("dev.idemkit.store.jdbc");
 
-    private final List<LogRecord> logged = new CopyOnWriteArrayList<>();
-    private final Handler capture =
-            new Handler() {
-                @Override
-                public void publish(LogRecord record) {
-                    logged.add(record);
-                }
-
-                @Override
-                public void flush() {}
-
-                @Override
-                public void close() {}
-            };
+    private final LogCapture capture = new LogCapture();
+    private final List<LogRecord> logged = capture.records;
 
     private DataSource dataSource;
     private String table;

@@ -8,8 +8,6 @@ import java.net.URI;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
@@ -28,20 +26,8 @@ class NativeLogTest {
     /** Held here: JUL keeps loggers only weakly, and a collected one would lose its handler. */
     private static final Logger NATIVE = Logger.getLogger(NativeLog.LOGGER);
 
-    private final List<LogRecord> logged = new CopyOnWriteArrayList<>();
-    private final Handler capture =
-            new Handler() {
-                @Override
-                public void publish(LogRecord record) {
-                    logged.add(record);
-                }
-
-                @Override
-                public void flush() {}
-
-                @Override
-                public void close() {}
-            };
+    private final LogCapture capture = new LogCapture();
+    private final List<LogRecord> logged = capture.records;
 
     @BeforeEach
     void captureLogs() {

@@ -1,0 +1,23 @@
+package dev.idemkit;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+
+/** A {@code java.util.logging} handler that keeps every record it is given, for tests to read. */
+final class LogCapture extends Handler {
+    /** What was logged, in order. */
+    final List<LogRecord> records = new CopyOnWriteArrayList<>();
+
+    @Override
+    public void publish(LogRecord record) {
+        records.add(record);
+    }
+
+    @Override
+    public void flush() {}
+
+    @Override
+    public void close() {}
+}
