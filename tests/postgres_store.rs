@@ -48,6 +48,38 @@ async fn postgres_store_passes_the_conformance_suite() {
     common::check_conformance(store).await;
 }
 
+/// Applying the schema to a table in use does not deadlock with the statements on it. A session
+/// that holds the table's `ACCESS SHARE` lock and then asks for `ROW EXCLUSIVE` (as a claim
+/// does: its `SELECT` part is analysed before its `INSERT`) against `create_table_if_missing`
+/// holding `SHARE` (`CREATE INDEX IF NOT EXISTS`) while asking for `ACCESS EXCLUSIVE` (`ALTER
+/// TABLE`) was a deadlock (40P01; seen when tests opened stores while others claimed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_table_if_missing_on_a_table_in_use_does_not_deadlock() {
+    let Some(url) = postgres_url() else { return };
+    let (table, store) = common::PgTable::new(&url, "idemkit_migrating").await;
+    let mut session = common::pg_client(&url).await.unwrap();
+    let writer = session.transaction().await.unwrap();
+    writer
+        .batch_execute(&format!("SELECT 1 FROM {} LIMIT 0", table.name))
+        .await
+        .unwrap();
+    let migrating = tokio::spawn(async move { store.create_table_if_missing().await });
+    // Ordering, not timing: the migration is waiting for its lock before the session writes.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let written = writer
+        .batch_execute(&format!(
+            "INSERT INTO {} (tenant, key, format, scope, state, token, claimed_at, lease_end, \
+             ttl_ms, expires_at) VALUES (NULL, 'k', 1, 's', 'in_progress', 't', now(), now(), 1, \
+             now() + interval '1 hour')",
+            table.name
+        ))
+        .await;
+    assert!(written.is_ok(), "the session's write: {written:?}");
+    writer.commit().await.unwrap();
+    let migrated = migrating.await.unwrap();
+    assert!(migrated.is_ok(), "the migration: {migrated:?}");
+}
+
 /// `create_table_at` (the Java face's `createTableIfMissing()` of a store opened by URL) makes
 /// a missing table that a store opened afterwards uses, and is a no-op on a table that exists.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -231,8 +231,25 @@ impl PostgresStore {
     /// applies 004 (fillfactor 80, no expires_at index) and adds the `fingerprint` column of
     /// 005. A table without that column keeps working, without fingerprints (a warning names
     /// the file); connections made after the column is added keep them.
+    ///
+    /// The DDL runs as one transaction that first waits for the table's `ACCESS EXCLUSIVE` lock
+    /// (when the table exists), holding nothing: taking weaker locks first (`CREATE INDEX IF NOT
+    /// EXISTS` holds `SHARE`) and then the exclusive one (`ALTER TABLE`) deadlocked with a claim
+    /// on the table. Creators of one table in several processes take turns (an advisory lock).
     pub async fn create_table_if_missing(&self) -> Result<(), StoreError> {
-        let ddl = schema_sql(&self.table)?;
+        let table = &self.table;
+        let ddl = format!(
+            "SELECT pg_advisory_xact_lock(hashtext('idemkit schema {table}'));
+DO $idemkit_lock$
+BEGIN
+  IF to_regclass('{table}') IS NOT NULL THEN
+    LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE;
+  END IF;
+END
+$idemkit_lock$;
+{}",
+            schema_sql(table)?
+        );
         let client = self.raw_connection().await?;
         let first = client.batch_execute(&ddl).await;
         if let Err(e) = first {
