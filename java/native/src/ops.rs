@@ -864,7 +864,8 @@ pub(crate) fn postgres_statements<'l>(
     table: &JString<'_>,
 ) -> Result<JObjectArray<'l, JString<'l>>> {
     use idemkit::store::postgres::{
-        schema_sql, statements, statements_without_fingerprint, DEFAULT_TABLE, FINGERPRINT_FILE,
+        create_table_sql, statements, statements_without_fingerprint, DEFAULT_TABLE,
+        FINGERPRINT_FILE,
     };
     let table = string(env, table)?.unwrap_or_else(|| DEFAULT_TABLE.to_owned());
     let refused = |e: idemkit::StoreError| match e {
@@ -874,7 +875,7 @@ pub(crate) fn postgres_statements<'l>(
         other => Failure::IllegalArgument(other.to_string()),
     };
     let mut all: Vec<(String, String)> = vec![
-        ("schema".into(), schema_sql(&table).map_err(refused)?),
+        ("schema".into(), create_table_sql(&table).map_err(refused)?),
         ("fingerprint_file".into(), FINGERPRINT_FILE.into()),
     ];
     for (name, text) in statements(&table).map_err(refused)? {

@@ -55,7 +55,7 @@ use self::errors::error_text;
 use self::pool::{Slot, CONNECTIONS, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 use self::sql::Sql;
 pub use self::sql::{
-    schema_sql, statements, statements_without_fingerprint, validate_table_name,
+    create_table_sql, schema_sql, statements, statements_without_fingerprint, validate_table_name,
     CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE, FINGERPRINT_FILE, FINGERPRINT_SQL, HELD_OUTCOME_SQL,
     HOT_UPDATES_SQL, SCHEMA_SQL,
 };
@@ -237,19 +237,7 @@ impl PostgresStore {
     /// EXISTS` holds `SHARE`) and then the exclusive one (`ALTER TABLE`) deadlocked with a claim
     /// on the table. Creators of one table in several processes take turns (an advisory lock).
     pub async fn create_table_if_missing(&self) -> Result<(), StoreError> {
-        let table = &self.table;
-        let ddl = format!(
-            "SELECT pg_advisory_xact_lock(hashtext('idemkit schema {table}'));
-DO $idemkit_lock$
-BEGIN
-  IF to_regclass('{table}') IS NOT NULL THEN
-    LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE;
-  END IF;
-END
-$idemkit_lock$;
-{}",
-            schema_sql(table)?
-        );
+        let ddl = create_table_sql(&self.table)?;
         let client = self.raw_connection().await?;
         let first = client.batch_execute(&ddl).await;
         if let Err(e) = first {

@@ -70,6 +70,26 @@ pub fn schema_sql(table: &str) -> Result<String, StoreError> {
     .replace("idemkit_records", table))
 }
 
+/// What `create_table_if_missing` runs for `table` (validated), as one transaction: the DDL of
+/// [`schema_sql`], after waiting — holding nothing — for the table's `ACCESS EXCLUSIVE` lock when
+/// it exists, so that the DDL's weaker locks (`CREATE INDEX IF NOT EXISTS` holds `SHARE`) are
+/// never held while it asks for the exclusive one (`ALTER TABLE`), which deadlocked with a claim
+/// on the table; creators of one table take turns on an advisory lock.
+pub fn create_table_sql(table: &str) -> Result<String, StoreError> {
+    let schema = schema_sql(table)?;
+    Ok(format!(
+        "SELECT pg_advisory_xact_lock(hashtext('idemkit schema {table}'));
+DO $idemkit_lock$
+BEGIN
+  IF to_regclass('{table}') IS NOT NULL THEN
+    LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE;
+  END IF;
+END
+$idemkit_lock$;
+{schema}"
+    ))
+}
+
 /// The SQL of every statement of the store for `table` (validated), by name, with PostgreSQL's
 /// `$n` parameters, for a table with every migration of `sql/postgres/`: `claim`, `complete`,
 /// `release`, `get`, `list`, `newest`, `resolve`, `forget`, `purge`, `delete` and `take_over`.
