@@ -888,10 +888,19 @@ pub(crate) fn postgres_statements<'l>(
 }
 
 /// `RedisIdempotencyStore(RedisClient)`: the native store's Lua scripts (prelude included), as
-/// pairs of name and text (one text for both stores).
+/// pairs of name and text (one text for both stores), then `record_fields`: the hash fields the
+/// claim script's `HMGET` answers, in order, comma-separated (`RECORD_FIELDS`, then
+/// `outcome_kind`).
 #[cfg(feature = "redis")]
 pub(crate) fn redis_scripts<'l>(env: &mut Env<'l>) -> Result<JObjectArray<'l, JString<'l>>> {
-    pairs(env, &idemkit::store::redis::script_sources())
+    use idemkit::store::redis::{script_sources, RECORD_FIELDS};
+    let mut all = script_sources();
+    let fields = RECORD_FIELDS.iter().chain(&["outcome_kind"]);
+    all.push((
+        "record_fields",
+        fields.copied().collect::<Vec<_>>().join(","),
+    ));
+    pairs(env, &all)
 }
 
 #[cfg(not(feature = "redis"))]

@@ -53,7 +53,7 @@ pub(super) fn items(value: Value) -> Result<Vec<Value>, StoreError> {
 /// them with one `HMGET` (`scripts/claim.lua`; a thirteenth, `outcome_kind`, follows and is
 /// only for the scripts). `fingerprint` (SPEC v1.1 rule 9) is absent from records written before
 /// it existed, which read as having none.
-const RECORD_FIELDS: [&str; 12] = [
+pub const RECORD_FIELDS: [&str; 12] = [
     "v",
     "key",
     "tenant",

@@ -56,6 +56,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{RedisError, Value};
 
 use self::cluster::{cluster_node_urls, Node};
+pub use self::codec::RECORD_FIELDS;
 use self::codec::{
     claimed_record_in, config_value, items, number, ranking_fields, record_from_hash, record_in,
     reply, sum,

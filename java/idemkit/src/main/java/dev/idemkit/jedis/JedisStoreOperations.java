@@ -65,12 +65,24 @@ final class JedisStoreOperations implements StoreOperations {
     private final String prefix;
     private final Map<String, Script> scripts = new HashMap<>();
 
+    /**
+     * The hash fields the claim script's {@code HMGET} answers, in order: the native store's {@code
+     * RECORD_FIELDS}, then {@code outcome_kind} (handed over with the scripts).
+     */
+    private final String[] fields;
+
     JedisStoreOperations(UnifiedJedis client, String prefix, String[] pairs) {
         this.client = java.util.Objects.requireNonNull(client, "client");
         this.prefix = prefix == null ? "idemkit:" : prefix;
+        String[] recordFields = new String[0];
         for (int i = 0; i + 1 < pairs.length; i += 2) {
-            scripts.put(pairs[i], new Script(pairs[i + 1]));
+            if (pairs[i].equals("record_fields")) {
+                recordFields = pairs[i + 1].split(",");
+            } else {
+                scripts.put(pairs[i], new Script(pairs[i + 1]));
+            }
         }
+        this.fields = recordFields;
     }
 
     /** {@code <prefix><t>:<key>}: {@code t} is {@code _}, or {@code t} + hex of the tenant. */
@@ -518,28 +530,12 @@ final class JedisStoreOperations implements StoreOperations {
         return Long.parseLong(text(value));
     }
 
-    private static final String[] FIELDS = {
-        "v",
-        "key",
-        "tenant",
-        "scope",
-        "state",
-        "token",
-        "claimed_at",
-        "lease_end",
-        "ttl_ms",
-        "expires_at",
-        "outcome",
-        "fingerprint",
-        "outcome_kind"
-    };
-
-    /** A record from the values of the claim script's {@code HMGET} (in {@link #FIELDS} order). */
-    private static StoredRecord fromValues(List<?> values) {
+    /** A record from the values of the claim script's {@code HMGET} (in {@link #fields} order). */
+    private StoredRecord fromValues(List<?> values) {
         Map<String, String> f = new HashMap<>();
-        for (int i = 0; i < FIELDS.length && i < values.size(); i++) {
+        for (int i = 0; i < fields.length && i < values.size(); i++) {
             if (values.get(i) != null) {
-                f.put(FIELDS[i], text(values.get(i)));
+                f.put(fields[i], text(values.get(i)));
             }
         }
         return record(f);
