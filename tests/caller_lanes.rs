@@ -273,3 +273,78 @@ fn redis_a_stopped_server_fails_a_lanes_call_and_the_next_one_after_it_is_back_s
     });
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
+
+/// Reads `command` with a plain client on database `db` of the server at `port`.
+fn redis_query<T: redis::FromRedisValue>(port_url: &str, command: &mut redis::Cmd) -> T {
+    runtime::block_on(async {
+        let client = redis::Client::open(port_url).unwrap();
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        command.query_async(&mut c).await.unwrap()
+    })
+}
+
+#[test]
+fn redis_lane_connections_log_in_as_the_urls_user_on_its_database_and_never_show_the_password() {
+    if common::env_url("IDEMKIT_REDIS_URL").is_none() {
+        return;
+    }
+    let Some(server) = common::PausedRedis::start() else {
+        return;
+    };
+    let admin = server.url();
+    let port = admin
+        .trim_start_matches("redis://127.0.0.1:")
+        .trim_end_matches("/0")
+        .to_owned();
+    let _: () = redis_query(
+        &admin,
+        redis::cmd("ACL").arg(&["SETUSER", "lanes", "on", ">lane-s3cret", "~*", "+@all"]),
+    );
+    // The default user may no longer log in: every connection must say who it is.
+    let _: () = redis_query(&admin, redis::cmd("ACL").arg(&["SETUSER", "default", "off"]));
+    let user_url = |db: u8| format!("redis://lanes:lane-s3cret@127.0.0.1:{port}/{db}");
+    let store = runtime::block_on(idemkit::store::open(&user_url(3), &StoreOptions::default()))
+        .unwrap();
+    let executor = Executor::new(store);
+    let tool = Tool::new("book_room", Policy::new(KeyStrategy::HashInput)).unwrap();
+    let context = CallContext::new().tenant(random_tenant());
+    let runs = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                for _ in 0..2 {
+                    let answer = face_call(&executor, &tool, &context, r#"{"room":7}"#, &runs);
+                    assert_eq!(answer.unwrap(), "\"done\"");
+                }
+            })
+            .join()
+            .unwrap();
+    });
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the second call replayed");
+    // The record is on database 3, none on 0.
+    let on_3: Vec<String> = redis_query(&user_url(3), redis::cmd("KEYS").arg("idemkit:*"));
+    let on_0: Vec<String> = redis_query(&user_url(0), redis::cmd("KEYS").arg("idemkit:*"));
+    assert_eq!((on_3.len(), on_0.len()), (1, 0), "{on_3:?} {on_0:?}");
+
+    // The password changes and every connection is dropped: a lane connects anew, is refused,
+    // and the error says so without the password it tried.
+    let _: () = redis_query(
+        &user_url(0),
+        redis::cmd("ACL").arg(&["SETUSER", "lanes", "resetpass", ">other-s3cret"]),
+    );
+    let other = format!("redis://lanes:other-s3cret@127.0.0.1:{port}/0");
+    let _: () = redis_query(&other, redis::cmd("CLIENT").arg(&["KILL", "USER", "lanes"]));
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let error = face_call(&executor, &tool, &context, r#"{"room":8}"#, &runs)
+                    .expect_err("the old password is refused");
+                let text = format!("{error} {error:?}");
+                assert!(!text.contains("lane-s3cret"), "{text}");
+                assert!(text.contains("WRONGPASS") || text.contains("auth"), "{text}");
+            })
+            .join()
+            .unwrap();
+    });
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "nothing ran without the store");
+}

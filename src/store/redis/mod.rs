@@ -43,6 +43,7 @@
 
 mod cluster;
 mod codec;
+mod lane;
 mod layout;
 mod pool;
 mod scripts;
@@ -673,7 +674,7 @@ impl Store for RedisStore {
         }
         // Sent once more on a broken connection, like every operation; should the first one
         // have landed, the second finds the outcome recorded (see `repeated_resolution`).
-        let mut connection = self.connection();
+        let mut connection = self.lane_or_next().await;
         let (value, repeated): (Value, bool) = match invocation.invoke_async(&mut connection).await
         {
             Ok(value) => (value, false),

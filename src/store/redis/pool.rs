@@ -20,6 +20,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, Value};
 use tokio::sync::OnceCell;
 
+use super::lane::LaneConnection;
 use super::RedisStore;
 use crate::error::StoreError;
 use crate::runtime::LaneLocal;
@@ -44,6 +45,8 @@ pub(super) struct Timeouts {
 pub(super) enum Connection {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    /// A caller lane's own connection (see `lane`).
+    Lane(LaneConnection),
 }
 
 impl ConnectionLike for Connection {
@@ -51,6 +54,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.req_packed_command(cmd),
             Connection::Cluster(c) => c.req_packed_command(cmd),
+            Connection::Lane(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -63,6 +67,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.req_packed_commands(cmd, offset, count),
             Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Connection::Lane(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
 
@@ -70,6 +75,7 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Single(c) => c.get_db(),
             Connection::Cluster(c) => c.get_db(),
+            Connection::Lane(c) => c.get_db(),
         }
     }
 }
@@ -80,6 +86,7 @@ pub(super) struct Connector {
     client: redis::Client,
     config: ConnectionManagerConfig,
     shown: String,
+    timeouts: Timeouts,
     /// One connection per caller lane (see `crate::runtime`), made on that lane at first use
     /// and used only there, so that a C or Java caller's thread drives its socket itself.
     lanes: LaneLocal<Arc<OnceCell<Connection>>>,
@@ -94,6 +101,7 @@ impl Connector {
                 .set_connection_timeout(timeouts.connect)
                 .set_response_timeout(timeouts.response),
             shown: shown.to_owned(),
+            timeouts,
             lanes: LaneLocal::default(),
         }
     }
@@ -119,9 +127,18 @@ impl Connector {
     /// The connection of the caller lane this thread drives (made now if it is the first use
     /// there), or None outside a lane or when it cannot be made (the store's own connections
     /// then take the command, and answer as they would).
+    ///
+    /// On a plain server it is a [`LaneConnection`], which connects at its first command (and
+    /// again after one that broke it); on a TLS or RESP3 server a manager made now.
     async fn lane_connection(&self) -> Option<Connection> {
         let cell = self.lanes.get(Default::default)?;
-        match cell.get_or_try_init(|| self.connect_one()).await {
+        let make = || async {
+            match LaneConnection::for_server(self.client.get_connection_info(), self.timeouts) {
+                Some(lane) => Ok(Connection::Lane(lane)),
+                None => self.connect_one().await,
+            }
+        };
+        match cell.get_or_try_init(make).await {
             Ok(connection) => Some(connection.clone()),
             Err(e) => {
                 log::debug!("idemkit: no caller-lane connection to {}: {e}", self.shown);
@@ -137,19 +154,24 @@ impl RedisStore {
         self.connections[i].clone()
     }
 
+    /// The caller lane's connection when this thread drives a lane, else the next connection.
+    pub(super) async fn lane_or_next(&self) -> Connection {
+        let on_lane = match &self.connector {
+            Some(connector) => connector.lane_connection().await,
+            None => None,
+        };
+        on_lane.unwrap_or_else(|| self.connection())
+    }
+
     /// Runs `op` on the caller lane's connection, else the next connection; once more if the
-    /// connection broke (the manager reconnects meanwhile). Only for operations that are safe
-    /// to repeat.
+    /// connection broke (the manager reconnects meanwhile, a lane connection at the next
+    /// command). Only for operations that are safe to repeat.
     pub(super) async fn run<T, F, Fut>(&self, op: F) -> Result<T, StoreError>
     where
         F: Fn(Connection) -> Fut,
         Fut: std::future::Future<Output = Result<T, RedisError>>,
     {
-        let on_lane = match &self.connector {
-            Some(connector) => connector.lane_connection().await,
-            None => None,
-        };
-        let connection = on_lane.unwrap_or_else(|| self.connection());
+        let connection = self.lane_or_next().await;
         match op(connection.clone()).await {
             Ok(v) => Ok(v),
             Err(e) if broken_connection(&e) => op(connection).await.map_err(|e| self.error(e)),
