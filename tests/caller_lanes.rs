@@ -301,10 +301,13 @@ fn redis_lane_connections_log_in_as_the_urls_user_on_its_database_and_never_show
         redis::cmd("ACL").arg(&["SETUSER", "lanes", "on", ">lane-s3cret", "~*", "+@all"]),
     );
     // The default user may no longer log in: every connection must say who it is.
-    let _: () = redis_query(&admin, redis::cmd("ACL").arg(&["SETUSER", "default", "off"]));
+    let _: () = redis_query(
+        &admin,
+        redis::cmd("ACL").arg(&["SETUSER", "default", "off"]),
+    );
     let user_url = |db: u8| format!("redis://lanes:lane-s3cret@127.0.0.1:{port}/{db}");
-    let store = runtime::block_on(idemkit::store::open(&user_url(3), &StoreOptions::default()))
-        .unwrap();
+    let store =
+        runtime::block_on(idemkit::store::open(&user_url(3), &StoreOptions::default())).unwrap();
     let executor = Executor::new(store);
     let tool = Tool::new("book_room", Policy::new(KeyStrategy::HashInput)).unwrap();
     let context = CallContext::new().tenant(random_tenant());
@@ -341,10 +344,17 @@ fn redis_lane_connections_log_in_as_the_urls_user_on_its_database_and_never_show
                     .expect_err("the old password is refused");
                 let text = format!("{error} {error:?}");
                 assert!(!text.contains("lane-s3cret"), "{text}");
-                assert!(text.contains("WRONGPASS") || text.contains("auth"), "{text}");
+                assert!(
+                    text.contains("WRONGPASS") || text.contains("auth"),
+                    "{text}"
+                );
             })
             .join()
             .unwrap();
     });
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "nothing ran without the store");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "nothing ran without the store"
+    );
 }

@@ -17,7 +17,8 @@
 //! redis-rs errors of the same kinds the multiplexed connections give (I/O, timeout), so the
 //! store's rule "a command whose connection broke is sent once more" applies unchanged.
 //!
-//! Only plain TCP and Unix sockets with the RESP2 protocol use it; a lane on a TLS (`rediss://`)
+//! Only plain TCP (and Unix sockets, should redis-rs hand one over) with the RESP2 protocol use
+//! it; a lane on a TLS (`rediss://`)
 //! or RESP3 server keeps a redis-rs [`ConnectionManager`](redis::aio::ConnectionManager) (see
 //! `pool::Connector::lane_connection`).
 
@@ -335,14 +336,23 @@ mod tests {
             assert_eq!(reply_len(&two).unwrap(), Some(reply.len()), "{shown}");
             // Any part of it is not a reply yet.
             for cut in 0..reply.len() {
-                assert_eq!(reply_len(&reply[..cut]).unwrap(), None, "{shown} cut at {cut}");
+                assert_eq!(
+                    reply_len(&reply[..cut]).unwrap(),
+                    None,
+                    "{shown} cut at {cut}"
+                );
             }
         }
     }
 
     #[test]
     fn what_is_not_a_reply_is_an_error() {
-        for bad in [&b"?what\r\n"[..], b"$x\r\n", b"*-2\r\n", b"$99999999999999999999\r\n"] {
+        for bad in [
+            &b"?what\r\n"[..],
+            b"$x\r\n",
+            b"*-2\r\n",
+            b"$99999999999999999999\r\n",
+        ] {
             assert!(reply_len(bad).is_err(), "{}", String::from_utf8_lossy(bad));
         }
     }

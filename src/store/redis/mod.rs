@@ -18,7 +18,9 @@
 //! back. A command that fails because its connection broke is sent once more, in every store
 //! operation (claims, completions and releases act by owner token; scans, reads and deletes are
 //! safe to repeat; a repeated `resolve` that finds its own outcome recorded answers done), so
-//! the first call of any operation after an outage or a restart already works.
+//! the first call of any operation after an outage or a restart already works. A C or Java
+//! caller's commands go on its caller lane's own connection instead (`lane`, `pool`), which
+//! connects again at the command after one that broke it.
 //!
 //! **Redis Cluster**: open `redis+cluster://[user:password@]host:port[,host:port...]/` (or
 //! `rediss+cluster://...` for TLS); the listed nodes are only where discovery starts. The store
@@ -39,7 +41,7 @@
 //!
 //! **Code**: the Lua scripts are `.lua` files under `scripts/` ; the key and cursor
 //! layout is in `layout`, cluster discovery and per-node routing in `cluster`, reading Redis
-//! answers in `codec`, the connections in `pool`; this file holds the [`Store`] operations.
+//! answers in `codec`, the connections in `pool` (a caller lane's own in `lane`); this file holds the [`Store`] operations.
 
 mod cluster;
 mod codec;

@@ -9,7 +9,9 @@
 //! cluster the one [`ClusterConnection`] keeps its own connection per node.
 //!
 //! On one server, a call's commands from a C or Java caller go on the connection of its caller
-//! lane (see `crate::runtime`), made on the lane and driven by the caller's thread.
+//! lane (see `crate::runtime`), made on the lane and driven by the caller's thread: a
+//! [`LaneConnection`] (one socket, read in the caller's future; see `lane`), or over TLS a
+//! manager of its own.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
