@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every idemkit test: the crate's packaging (MSRV, docs, contents), Rust (core, stores, CLI,
-# the C ABI crate capi/), the C program under valgrind, Java, and the Gradle build of the Java
-# library with an application that uses it.
+# the C ABI crate capi/, the JNI crate java/native), the C program under valgrind, Java, and the
+# Gradle build of the Java library with an application that uses it.
 # Installs and starts what it needs (Redis and PostgreSQL on private ports, cbindgen) and stops
 # what it started.
 #
@@ -110,8 +110,9 @@ if wants crate; then
 fi
 
 if wants rust; then
-  header "Rust tests (core, key vectors, stores against real servers, CLI, the C ABI crate capi/)"
+  header "Rust tests (core, key vectors, stores against real servers, CLI, the C ABI crate capi/, the JNI crate's own)"
   step cargo cargo test --workspace --no-fail-fast --features "$features"
+  step cargo-native cargo test --manifest-path "$native" --no-fail-fast
 fi
 
 if wants c; then
@@ -194,7 +195,7 @@ def gradle(text):
         return 0, 0, 1
     return (1, 0, 0) if "the booking ran 1 time(s)" in text else (0, 0, 0)
 
-counters = {"cargo": cargo, "c": c_tests, "java": java, "gradle": gradle}
+counters = {"cargo": cargo, "cargo-native": cargo, "c": c_tests, "java": java, "gradle": gradle}
 passed = failed = skipped = 0
 for name, count in counters.items():
     p, f, s = count(log(name))
