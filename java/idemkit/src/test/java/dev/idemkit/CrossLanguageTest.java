@@ -26,12 +26,12 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A JVM and a Rust process ({@code examples/cross_call.rs}) calling the same tool with the same
- * input against one Redis and one PostgreSQL: the body runs once in total, and each side gets the
- * other's outcome, one after the other in both orders and in a race. The Rust process always uses
- * its native store (by URL, default prefix and table); the JVM uses the native store too, or a
- * store written in Java over the application's client on the same server (Jedis, JDBC). The example
- * is built with cargo (as a binary of {@code java/native}) unless {@code IDEMKIT_CROSS_CALL_BIN}
- * names it.
+ * input against one Redis, one Redis Cluster and one PostgreSQL: the body runs once in total, and
+ * each side gets the other's outcome, one after the other in both orders and in a race. The Rust
+ * process always uses its native store (by URL, default prefix and table); the JVM uses the native
+ * store too, or a store written in Java over the application's client on the same server (Jedis,
+ * JDBC). The example is built with cargo (as a binary of {@code java/native}) unless {@code
+ * IDEMKIT_CROSS_CALL_BIN} names it.
  */
 class CrossLanguageTest {
     private static Path binary;
@@ -406,6 +406,41 @@ class CrossLanguageTest {
     void java_and_rust_share_one_redis() throws Exception {
         String url = Services.url("IDEMKIT_REDIS_URL", "cross-language Redis");
         bothWays(url, new RedisIdempotencyStore(url));
+    }
+
+    /**
+     * The nodes of a {@code redis+cluster://host:port,host:port/} URL, for a Jedis cluster client.
+     */
+    static java.util.Set<redis.clients.jedis.HostAndPort> clusterNodes(String url) {
+        java.util.Set<redis.clients.jedis.HostAndPort> nodes = new java.util.HashSet<>();
+        for (String node : url.substring(url.indexOf("//") + 2).replace("/", "").split(",")) {
+            nodes.add(redis.clients.jedis.HostAndPort.from(node));
+        }
+        return nodes;
+    }
+
+    @Test
+    void java_and_rust_share_one_redis_cluster() throws Exception {
+        String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "cross-language Redis Cluster");
+        bothWays(url, new RedisIdempotencyStore(url));
+    }
+
+    @Test
+    void java_and_rust_race_on_one_redis_cluster() throws Exception {
+        String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "cross-language Redis Cluster");
+        race(url, new RedisIdempotencyStore(url));
+    }
+
+    @Test
+    void java_on_a_jedis_cluster_client_and_rust_share_and_race_on_one_redis_cluster()
+            throws Exception {
+        String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "cross-language Redis Cluster");
+        try (redis.clients.jedis.RedisClusterClient client =
+                redis.clients.jedis.RedisClusterClient.create(clusterNodes(url))) {
+            // Each check closes its store; the application's client stays open for the next.
+            bothWays(url, new dev.idemkit.jedis.RedisIdempotencyStore(client, "idemkit:"));
+            race(url, new dev.idemkit.jedis.RedisIdempotencyStore(client, "idemkit:"));
+        }
     }
 
     @Test
