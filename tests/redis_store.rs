@@ -696,6 +696,31 @@ async fn rediss_urls_connect_over_tls_with_a_password() {
         Claim::Completed(r) => assert_eq!(r.outcome.unwrap().success_json(), Some("\"over tls\"")),
         other => panic!("expected completed, got {other:?}"),
     }
+    // The same from a thread outside the runtime, as the C and Java faces call: on a caller
+    // lane, whose own connection makes its TLS handshake and logs in itself.
+    let on_lane = store.clone();
+    std::thread::spawn(move || {
+        use idemkit::runtime::block_on_caller;
+        let key = random_key();
+        let id = RecordId {
+            tenant: None,
+            key: &key,
+        };
+        let token = Token::random();
+        let first = block_on_caller(on_lane.claim(&request(id, token, 1000, 1000)));
+        assert!(matches!(first.unwrap().claim, Claim::Acquired { .. }));
+        let outcome = Outcome::success("\"over a lane\"").unwrap();
+        block_on_caller(on_lane.complete(id, token, &outcome, 60_000)).unwrap();
+        let again = block_on_caller(on_lane.claim(&request(id, Token::random(), 1000, 1000)));
+        match again.unwrap().claim {
+            Claim::Completed(r) => {
+                assert_eq!(r.outcome.unwrap().success_json(), Some("\"over a lane\""))
+            }
+            other => panic!("expected completed, got {other:?}"),
+        }
+    })
+    .join()
+    .unwrap();
     server.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }

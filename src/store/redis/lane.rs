@@ -17,9 +17,10 @@
 //! redis-rs errors of the same kinds the multiplexed connections give (I/O, timeout), so the
 //! store's rule "a command whose connection broke is sent once more" applies unchanged.
 //!
-//! Only plain TCP (and Unix sockets, should redis-rs hand one over) with the RESP2 protocol use
-//! it; a lane on a TLS (`rediss://`)
-//! or RESP3 server keeps a redis-rs [`ConnectionManager`](redis::aio::ConnectionManager) (see
+//! **TLS** (`rediss://`): the socket is wrapped in rustls with the system's trusted roots
+//! (rustls-native-certs, which honours `SSL_CERT_FILE`), as redis-rs's own TLS connections
+//! verify the server. A URL that turns verification off (`#insecure`) or a RESP3 server keeps a
+//! redis-rs [`ConnectionManager`](redis::aio::ConnectionManager) on the lane instead (see
 //! `pool::Connector::lane_connection`).
 
 use std::io;
@@ -36,6 +37,34 @@ use super::pool::Timeouts;
 struct Target {
     info: ConnectionInfo,
     timeouts: Timeouts,
+    /// For a `rediss://` server: how to verify it.
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// The TLS settings of lane connections: the system's trusted roots, loaded once per process.
+/// None when they cannot be loaded (the lanes then keep redis-rs managers, which report it).
+fn tls_config() -> Option<Arc<rustls::ClientConfig>> {
+    static CONFIG: std::sync::OnceLock<Option<Arc<rustls::ClientConfig>>> =
+        std::sync::OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let found = rustls_native_certs::load_native_certs();
+            if !found.errors.is_empty() {
+                log::debug!(
+                    "idemkit: caller lanes use redis-rs for rediss:// ({} errors loading the trusted roots)",
+                    found.errors.len()
+                );
+                return None;
+            }
+            let mut roots = rustls::RootCertStore::empty();
+            let (_added, _ignored) = roots.add_parsable_certificates(found.certs);
+            Some(Arc::new(
+                rustls::ClientConfig::builder()
+                    .with_root_certificates(roots)
+                    .with_no_client_auth(),
+            ))
+        })
+        .clone()
 }
 
 /// A lane's connection: cheap to clone (clones share the socket, one command at a time).
@@ -54,6 +83,7 @@ struct Socket {
 
 enum Stream {
     Tcp(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
     #[cfg(unix)]
     Unix(tokio::net::UnixStream),
 }
@@ -62,19 +92,25 @@ impl LaneConnection {
     /// A lane connection for `info`, or None where one is not used (TLS, RESP3: see the module
     /// documentation). Nothing connects until the first command.
     pub(super) fn for_server(info: &ConnectionInfo, timeouts: Timeouts) -> Option<LaneConnection> {
-        let plain = match &info.addr {
-            ConnectionAddr::Tcp(..) => true,
+        let tls = match &info.addr {
+            ConnectionAddr::Tcp(..) => None,
             #[cfg(unix)]
-            ConnectionAddr::Unix(_) => true,
-            _ => false,
+            ConnectionAddr::Unix(_) => None,
+            ConnectionAddr::TcpTls {
+                insecure: false,
+                tls_params: None,
+                ..
+            } => Some(tls_config()?),
+            _ => return None,
         };
-        if !plain || info.redis.protocol != redis::ProtocolVersion::RESP2 {
+        if info.redis.protocol != redis::ProtocolVersion::RESP2 {
             return None;
         }
         Some(LaneConnection {
             target: Arc::new(Target {
                 info: info.clone(),
                 timeouts,
+                tls,
             }),
             socket: Arc::default(),
         })
@@ -112,11 +148,27 @@ impl LaneConnection {
                     stream.set_nodelay(true)?;
                     Stream::Tcp(stream)
                 }
+                ConnectionAddr::TcpTls { host, port, .. } => {
+                    let config = self
+                        .target
+                        .tls
+                        .clone()
+                        .expect("a rediss:// lane has its config");
+                    let name = rustls::pki_types::ServerName::try_from(host.clone())
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                    let stream = TcpStream::connect((host.as_str(), *port)).await?;
+                    stream.set_nodelay(true)?;
+                    let tls = tokio_rustls::TlsConnector::from(config)
+                        .connect(name, stream)
+                        .await?;
+                    Stream::Tls(Box::new(tls))
+                }
                 #[cfg(unix)]
                 ConnectionAddr::Unix(path) => {
                     Stream::Unix(tokio::net::UnixStream::connect(path).await?)
                 }
-                _ => unreachable!("only plain servers get a lane connection"),
+                #[cfg(not(unix))]
+                ConnectionAddr::Unix(_) => unreachable!("no lane connection to a Unix socket here"),
             })
         })
         .await?;
@@ -173,6 +225,7 @@ async fn exchange(
 ) -> Result<Vec<Value>, RedisError> {
     match stream {
         Stream::Tcp(s) => exchange_on(s, read, packed, replies).await,
+        Stream::Tls(s) => exchange_on(s.as_mut(), read, packed, replies).await,
         #[cfg(unix)]
         Stream::Unix(s) => exchange_on(s, read, packed, replies).await,
     }

@@ -10,8 +10,8 @@
 //!
 //! On one server, a call's commands from a C or Java caller go on the connection of its caller
 //! lane (see `crate::runtime`), made on the lane and driven by the caller's thread: a
-//! [`LaneConnection`] (one socket, read in the caller's future; see `lane`), or over TLS a
-//! manager of its own.
+//! [`LaneConnection`] (one socket, read in the caller's future; see `lane`), or where that is
+//! not used (`#insecure` TLS, RESP3) a manager of its own.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -130,8 +130,8 @@ impl Connector {
     /// there), or None outside a lane or when it cannot be made (the store's own connections
     /// then take the command, and answer as they would).
     ///
-    /// On a plain server it is a [`LaneConnection`], which connects at its first command (and
-    /// again after one that broke it); on a TLS or RESP3 server a manager made now.
+    /// Mostly a [`LaneConnection`], which connects at its first command (and again after one
+    /// that broke it); where that is not used (see `lane`) a manager made now.
     async fn lane_connection(&self) -> Option<Connection> {
         let cell = self.lanes.get(Default::default)?;
         let make = || async {
