@@ -103,20 +103,14 @@ fn redis_threads_beyond_the_lanes_run_each_body_once_on_bounded_connections() {
     .unwrap();
     let executor = Executor::new(store);
     many_threads_many_calls(&executor, runtime::lanes() + 4, 6);
-    let clients = runtime::block_on(async {
-        let client = redis::Client::open(server.url()).unwrap();
-        let mut c = client.get_multiplexed_async_connection().await.unwrap();
-        let info: String = redis::cmd("INFO")
-            .arg("clients")
-            .query_async(&mut c)
-            .await
-            .unwrap();
-        let line = info
-            .lines()
-            .find_map(|l| l.strip_prefix("connected_clients:"))
-            .unwrap();
-        line.trim().parse::<usize>().unwrap()
-    });
+    let info: String = redis_query(&server.url(), redis::cmd("INFO").arg("clients"));
+    let clients: usize = info
+        .lines()
+        .find_map(|l| l.strip_prefix("connected_clients:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     // The store's 4 own connections, one per lane at most, and the one counting them.
     assert!(
         clients <= 4 + runtime::lanes() + 1,
@@ -274,10 +268,10 @@ fn redis_a_stopped_server_fails_a_lanes_call_and_the_next_one_after_it_is_back_s
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
-/// Reads `command` with a plain client on database `db` of the server at `port`.
-fn redis_query<T: redis::FromRedisValue>(port_url: &str, command: &mut redis::Cmd) -> T {
+/// Sends `command` with a plain client of its own to the server (and database) of `url`.
+fn redis_query<T: redis::FromRedisValue>(url: &str, command: &mut redis::Cmd) -> T {
     runtime::block_on(async {
-        let client = redis::Client::open(port_url).unwrap();
+        let client = redis::Client::open(url).unwrap();
         let mut c = client.get_multiplexed_async_connection().await.unwrap();
         command.query_async(&mut c).await.unwrap()
     })

@@ -408,17 +408,6 @@ class CrossLanguageTest {
         bothWays(url, new RedisIdempotencyStore(url));
     }
 
-    /**
-     * The nodes of a {@code redis+cluster://host:port,host:port/} URL, for a Jedis cluster client.
-     */
-    static java.util.Set<redis.clients.jedis.HostAndPort> clusterNodes(String url) {
-        java.util.Set<redis.clients.jedis.HostAndPort> nodes = new java.util.HashSet<>();
-        for (String node : url.substring(url.indexOf("//") + 2).replace("/", "").split(",")) {
-            nodes.add(redis.clients.jedis.HostAndPort.from(node));
-        }
-        return nodes;
-    }
-
     @Test
     void java_and_rust_share_one_redis_cluster() throws Exception {
         String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "cross-language Redis Cluster");
@@ -436,7 +425,7 @@ class CrossLanguageTest {
             throws Exception {
         String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "cross-language Redis Cluster");
         try (redis.clients.jedis.RedisClusterClient client =
-                redis.clients.jedis.RedisClusterClient.create(clusterNodes(url))) {
+                redis.clients.jedis.RedisClusterClient.create(JavaClients.clusterNodes(url))) {
             // Each check closes its store; the application's client stays open for the next.
             bothWays(url, new dev.idemkit.jedis.RedisIdempotencyStore(client, "idemkit:"));
             race(url, new dev.idemkit.jedis.RedisIdempotencyStore(client, "idemkit:"));

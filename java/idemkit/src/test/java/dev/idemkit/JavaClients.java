@@ -29,6 +29,18 @@ final class JavaClients {
     }
 
     /**
+     * The nodes of a {@code redis+cluster://host:port,host:port/} URL ({@code
+     * IDEMKIT_REDIS_CLUSTER_URL}), for a Jedis {@code RedisClusterClient}.
+     */
+    static java.util.Set<redis.clients.jedis.HostAndPort> clusterNodes(String url) {
+        java.util.Set<redis.clients.jedis.HostAndPort> nodes = new java.util.HashSet<>();
+        for (String node : url.substring(url.indexOf("//") + 2).replace("/", "").split(",")) {
+            nodes.add(redis.clients.jedis.HostAndPort.from(node));
+        }
+        return nodes;
+    }
+
+    /**
      * A {@code DataSource} (the PostgreSQL JDBC driver, a connection per call) for {@code
      * IDEMKIT_POSTGRES_URL} ({@code postgres://user[:password]@host:port/db}).
      */

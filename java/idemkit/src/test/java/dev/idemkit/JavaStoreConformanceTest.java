@@ -36,10 +36,7 @@ class JavaStoreConformanceTest {
     @Test
     void the_jedis_store_over_a_cluster_client_passes_the_core_conformance_suite() {
         String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "Jedis cluster conformance");
-        java.util.Set<redis.clients.jedis.HostAndPort> nodes = new java.util.HashSet<>();
-        for (String node : url.substring(url.indexOf("//") + 2).replace("/", "").split(",")) {
-            nodes.add(redis.clients.jedis.HostAndPort.from(node));
-        }
+        java.util.Set<redis.clients.jedis.HostAndPort> nodes = JavaClients.clusterNodes(url);
         try (redis.clients.jedis.RedisClusterClient client =
                 redis.clients.jedis.RedisClusterClient.create(nodes)) {
             check(

@@ -95,10 +95,7 @@ class JavaStoreListTest {
     @Test
     void the_jedis_cluster_store_pages_every_record_once_over_every_primary() throws Exception {
         String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "Jedis cluster listing");
-        Set<redis.clients.jedis.HostAndPort> nodes = new HashSet<>();
-        for (String node : url.substring(url.indexOf("//") + 2).replace("/", "").split(",")) {
-            nodes.add(redis.clients.jedis.HostAndPort.from(node));
-        }
+        Set<redis.clients.jedis.HostAndPort> nodes = JavaClients.clusterNodes(url);
         String tenant = "list-" + UUID.randomUUID();
         try (redis.clients.jedis.RedisClusterClient client =
                         redis.clients.jedis.RedisClusterClient.create(nodes);

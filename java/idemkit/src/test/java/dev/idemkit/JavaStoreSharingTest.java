@@ -86,10 +86,7 @@ class JavaStoreSharingTest {
     @Test
     void the_jedis_cluster_store_and_the_native_cluster_store_share_records() throws Exception {
         String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "Jedis cluster sharing");
-        java.util.Set<redis.clients.jedis.HostAndPort> nodes = new java.util.HashSet<>();
-        for (String node : url.substring(url.indexOf("//") + 2).replace("/", "").split(",")) {
-            nodes.add(redis.clients.jedis.HostAndPort.from(node));
-        }
+        java.util.Set<redis.clients.jedis.HostAndPort> nodes = JavaClients.clusterNodes(url);
         try (redis.clients.jedis.RedisClusterClient client =
                         redis.clients.jedis.RedisClusterClient.create(nodes);
                 dev.idemkit.jedis.RedisIdempotencyStore java =
