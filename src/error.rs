@@ -734,7 +734,7 @@ impl StoreError {
 
     /// An [`StoreError::Unavailable`] whose message is `context` and the driver's error (as
     /// `{context}: {error}`), keeping the error as the source.
-    #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn driver(
         context: impl std::fmt::Display,
         error: impl std::error::Error + Send + Sync + 'static,
@@ -746,7 +746,7 @@ impl StoreError {
     }
 
     /// An [`StoreError::Unavailable`] with this whole message, keeping `error` as the source.
-    #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn driver_message(
         message: impl Into<String>,
         error: impl std::error::Error + Send + Sync + 'static,
