@@ -11,9 +11,9 @@
 //!
 //! **Parsing** is redis-rs's own ([`redis::parse_redis_value`]), once a whole reply has arrived;
 //! what this file adds is finding where a reply ends (`reply_len`), the socket, the handshake
-//! (`AUTH`, `SELECT`) and the rule that a socket is put back for the next
-//! command only after a whole exchange: an error, a timeout or a future dropped half-way (a
-//! call's deadline) leaves it out, closed, and the next command connects anew. Errors are
+//! (`AUTH`, `SELECT`) and the rule that a socket is put back for the next command only after a
+//! whole exchange: an error, a timeout or a future dropped half-way (a call's deadline) leaves
+//! it out, closed, and the next command connects anew. Errors are
 //! redis-rs errors of the same kinds the multiplexed connections give (I/O, timeout), so the
 //! store's rule "a command whose connection broke is sent once more" applies unchanged.
 //!
@@ -89,8 +89,8 @@ enum Stream {
 }
 
 impl LaneConnection {
-    /// A lane connection for `info`, or None where one is not used (TLS, RESP3: see the module
-    /// documentation). Nothing connects until the first command.
+    /// A lane connection for `info`, or None where one is not used (`#insecure` TLS, RESP3: see
+    /// the module documentation). Nothing connects until the first command.
     pub(super) fn for_server(info: &ConnectionInfo, timeouts: Timeouts) -> Option<LaneConnection> {
         let tls = match &info.addr {
             ConnectionAddr::Tcp(..) => None,
