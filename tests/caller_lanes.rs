@@ -352,3 +352,33 @@ fn redis_lane_connections_log_in_as_the_urls_user_on_its_database_and_never_show
         "nothing ran without the store"
     );
 }
+
+/// The whole store conformance suite run as one step of a C or Java caller: every command
+/// (the 64-claimer races too, as tasks of the lane) goes over the lane's own Redis socket.
+#[test]
+fn redis_the_conformance_suite_passes_over_a_lanes_own_connection() {
+    let Some(url) = common::env_url("IDEMKIT_REDIS_URL") else {
+        return;
+    };
+    let options = common::prefix_options("idemkit-lane-conformance:");
+    let store: Arc<dyn Store> = Arc::new(
+        runtime::block_on(idemkit::store::redis::RedisStore::connect(&url, &options)).unwrap(),
+    );
+    std::thread::spawn(move || {
+        block_on_caller(async move {
+            assert!(
+                runtime_lane_is_driven_here(),
+                "the step runs on a caller lane"
+            );
+            common::check_conformance(store).await;
+        })
+    })
+    .join()
+    .unwrap();
+}
+
+/// Whether this code runs on a caller lane's single-threaded runtime.
+fn runtime_lane_is_driven_here() -> bool {
+    tokio::runtime::Handle::current().runtime_flavor()
+        == tokio::runtime::RuntimeFlavor::CurrentThread
+}

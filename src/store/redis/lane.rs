@@ -398,6 +398,79 @@ mod tests {
         }
     }
 
+    /// Pipelines, plain and `MULTI`/`EXEC`, answer as on redis-rs's own connections (the
+    /// store sends none on a lane today; a `ConnectionLike` must still answer them right). Needs
+    /// the test Redis (`IDEMKIT_REDIS_URL`, as `scripts/test.sh` sets it); skipped without it.
+    #[test]
+    fn pipelines_answer_their_commands_replies() {
+        use redis::aio::ConnectionLike;
+        let Ok(url) = std::env::var("IDEMKIT_REDIS_URL") else {
+            eprintln!("SKIPPED: IDEMKIT_REDIS_URL not set — run scripts/test.sh");
+            return;
+        };
+        let info = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_connection_info()
+            .clone();
+        let timeouts = super::Timeouts {
+            connect: std::time::Duration::from_secs(5),
+            response: std::time::Duration::from_secs(5),
+        };
+        let mut lane = super::LaneConnection::for_server(&info, timeouts).expect("a plain server");
+        let key = format!("idemkit-lane-test:{}", crate::Token::random().hex());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (set, got, gone): ((), String, i64) = redis::pipe()
+                .cmd("SET")
+                .arg(&key)
+                .arg("one")
+                .cmd("GET")
+                .arg(&key)
+                .cmd("DEL")
+                .arg(&key)
+                .query_async(&mut lane)
+                .await
+                .unwrap();
+            assert_eq!((set, got.as_str(), gone), ((), "one", 1));
+            let (set, got): ((), String) = redis::pipe()
+                .atomic()
+                .cmd("SET")
+                .arg(&key)
+                .arg("two")
+                .cmd("GET")
+                .arg(&key)
+                .query_async(&mut lane)
+                .await
+                .unwrap();
+            assert_eq!((set, got.as_str()), ((), "two"));
+            // A command the server refuses inside a transaction fails the transaction.
+            let refused: Result<((), ()), _> = redis::pipe()
+                .atomic()
+                .cmd("SET")
+                .arg(&key)
+                .arg("three")
+                .cmd("NO-SUCH-COMMAND")
+                .query_async(&mut lane)
+                .await;
+            assert!(refused.is_err());
+            let last: String = redis::cmd("GET")
+                .arg(&key)
+                .query_async(&mut lane)
+                .await
+                .unwrap();
+            assert_eq!(last, "two", "nothing of the refused transaction ran");
+            let _: i64 = redis::cmd("DEL")
+                .arg(&key)
+                .query_async(&mut lane)
+                .await
+                .unwrap();
+            assert_eq!(lane.get_db(), info.redis.db);
+        });
+    }
+
     #[test]
     fn what_is_not_a_reply_is_an_error() {
         for bad in [
