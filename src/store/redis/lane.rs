@@ -413,8 +413,8 @@ mod tests {
             .get_connection_info()
             .clone();
         let timeouts = super::Timeouts {
-            connect: std::time::Duration::from_secs(5),
-            response: std::time::Duration::from_secs(5),
+            connect: super::super::pool::CONNECT_TIMEOUT,
+            response: super::super::pool::RESPONSE_TIMEOUT,
         };
         let mut lane = super::LaneConnection::for_server(&info, timeouts).expect("a plain server");
         let key = format!("idemkit-lane-test:{}", crate::Token::random().hex());

@@ -61,8 +61,8 @@ public class DispatchBenchmark {
     /** The pure-Java baseline: canonical JSON (sorted members), SHA-256, a ConcurrentHashMap. */
     static final class JavaDedupe {
         final ConcurrentHashMap<String, Object> results = new ConcurrentHashMap<>();
-        final ObjectMapper mapper = new ObjectMapper();
-        final ThreadLocal<MessageDigest> sha = ThreadLocal.withInitial(() -> {
+        static final ObjectMapper MAPPER = new ObjectMapper();
+        static final ThreadLocal<MessageDigest> SHA = ThreadLocal.withInitial(() -> {
             try {
                 return MessageDigest.getInstance("SHA-256");
             } catch (Exception e) {
@@ -70,9 +70,10 @@ public class DispatchBenchmark {
             }
         });
 
-        String key(String tool, Map<String, Object> input) throws Exception {
-            byte[] canonical = mapper.writeValueAsBytes(new Object[] {"v1", null, null, tool, "input", new TreeMap<>(input)});
-            byte[] digest = sha.get().digest(canonical);
+        /** Canonical JSON (sorted members), SHA-256, hex: the naive peers' key (also FacePeers'). */
+        static String key(String tool, Map<String, Object> input) throws Exception {
+            byte[] canonical = MAPPER.writeValueAsBytes(new Object[] {"v1", null, null, tool, "input", new TreeMap<>(input)});
+            byte[] digest = SHA.get().digest(canonical);
             char[] hex = new char[64];
             for (int i = 0; i < 32; i++) {
                 hex[2 * i] = Character.forDigit((digest[i] >> 4) & 0xF, 16);

@@ -7,7 +7,6 @@ import java.net.URI;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.TreeMap;
@@ -41,29 +40,6 @@ public final class FacePeers {
     private FacePeers() {}
 
     static final ObjectMapper JSON = new ObjectMapper();
-
-    /** Canonical JSON (sorted members), SHA-256, hex: the peers' key. */
-    static String key(String tool, Map<String, Object> input) throws Exception {
-        byte[] canonical =
-                JSON.writeValueAsBytes(new Object[] {"v1", null, null, tool, "input", new TreeMap<>(input)});
-        byte[] digest = SHA.get().digest(canonical);
-        char[] hex = new char[64];
-        for (int i = 0; i < 32; i++) {
-            hex[2 * i] = Character.forDigit((digest[i] >> 4) & 0xF, 16);
-            hex[2 * i + 1] = Character.forDigit(digest[i] & 0xF, 16);
-        }
-        return new String(hex);
-    }
-
-    static final ThreadLocal<MessageDigest> SHA =
-            ThreadLocal.withInitial(
-                    () -> {
-                        try {
-                            return MessageDigest.getInstance("SHA-256");
-                        } catch (Exception e) {
-                            throw new IllegalStateException(e);
-                        }
-                    });
 
     /** One call of a case; returns something so that the work is not dropped. */
     interface Call {
@@ -324,7 +300,7 @@ public final class FacePeers {
                     new java.util.concurrent.ConcurrentHashMap<>();
 
             // The peers: the same key material as idemkit's, the result read back with Jackson.
-            String hitKey = peerPrefix + key("book", input);
+            String hitKey = peerPrefix + DispatchBenchmark.JavaDedupe.key("book", input);
             Call idemkitRedisHit = i -> redis.call("book", input);
             Call peerRedisHit =
                     i -> {
@@ -338,7 +314,7 @@ public final class FacePeers {
                     i -> {
                         Map<String, Object> in =
                                 Map.of("flight", "BA" + fresh[0]++, "passenger", "Ana Lima", "seats", 2);
-                        String k = peerPrefix + key("book", in);
+                        String k = peerPrefix + DispatchBenchmark.JavaDedupe.key("book", in);
                         String json = jedis.get(k);
                         if (json != null) {
                             return JSON.readValue(json, DispatchBenchmark.Booking.class);
@@ -351,7 +327,7 @@ public final class FacePeers {
             Call idemkitMemoryHit = i -> memory.call("book", input);
             Call peerMemoryHit =
                     i -> {
-                        String k = key("book", input);
+                        String k = DispatchBenchmark.JavaDedupe.key("book", input);
                         Object hit = map.get(k);
                         if (hit != null) {
                             return hit;

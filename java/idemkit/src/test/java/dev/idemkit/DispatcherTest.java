@@ -27,7 +27,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
@@ -910,20 +909,8 @@ class DispatcherTest {
     @Test
     void a_required_tool_on_the_in_memory_store_logs_one_warning() {
         Logger logger = Logger.getLogger("dev.idemkit");
-        List<LogRecord> records = new ArrayList<>();
-        Handler handler =
-                new Handler() {
-                    @Override
-                    public void publish(LogRecord record) {
-                        records.add(record);
-                    }
-
-                    @Override
-                    public void flush() {}
-
-                    @Override
-                    public void close() {}
-                };
+        LogCapture handler = new LogCapture();
+        List<LogRecord> records = handler.records;
         logger.addHandler(handler);
         try {
             dispatcher(new RequiredOk());
