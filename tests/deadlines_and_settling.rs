@@ -132,7 +132,9 @@ async fn postgres_a_waiter_at_its_deadline_gets_in_progress_not_a_store_error() 
         .unwrap();
     tokio::spawn(connection);
     client
-        .batch_execute(&format!("DROP TABLE {table}"))
+        .batch_execute(&format!(
+            "DROP TABLE {table}; DROP FUNCTION IF EXISTS {table}_claim"
+        ))
         .await
         .unwrap();
 }

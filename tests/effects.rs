@@ -654,7 +654,9 @@ async fn postgres_a_table_without_migration_003_names_it_and_create_table_if_mis
     let _ = call(&executor, &book, &runs, || Some(PaymentTimeout)).await;
     assert!(record_of(&store, &other).await.unwrap().is_held());
     client
-        .batch_execute(&format!("DROP TABLE {table}"))
+        .batch_execute(&format!(
+            "DROP TABLE {table}; DROP FUNCTION IF EXISTS {table}_claim"
+        ))
         .await
         .unwrap();
 }

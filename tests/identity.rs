@@ -174,7 +174,9 @@ async fn postgres_nfc_equal_tenants_share_one_record_in_the_nfc_tenant_column() 
         .unwrap();
     let tenants: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
     client
-        .batch_execute(&format!("DROP TABLE {table}"))
+        .batch_execute(&format!(
+            "DROP TABLE {table}; DROP FUNCTION IF EXISTS {table}_claim"
+        ))
         .await
         .unwrap();
     assert_eq!(tenants, vec![COMPOSED.to_owned(), COMPOSED.to_owned()]);
@@ -279,7 +281,9 @@ async fn postgres_accepts_identities_up_to_1024_bytes_and_refuses_longer() {
         .unwrap()
         .get(0);
     client
-        .batch_execute(&format!("DROP TABLE {table}"))
+        .batch_execute(&format!(
+            "DROP TABLE {table}; DROP FUNCTION IF EXISTS {table}_claim"
+        ))
         .await
         .unwrap();
     assert_eq!(count, 1);

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use idemkit::store::postgres::{
-    schema_sql, PostgresStore, CLAIMED_AT_INDEX_SQL, FINGERPRINT_SQL, HELD_OUTCOME_SQL,
-    HOT_UPDATES_SQL, SCHEMA_SQL,
+    claim_function_sql, schema_sql, PostgresStore, CLAIMED_AT_INDEX_SQL, CLAIM_FUNCTION_SQL,
+    FINGERPRINT_SQL, HELD_OUTCOME_SQL, HOT_UPDATES_SQL, SCHEMA_SQL,
 };
 use idemkit::store::{Claim, ClaimRequest, Completion, RecordId, StoreOptions};
 use idemkit::testing::{random_key, random_tenant};
@@ -115,7 +115,9 @@ async fn create_table_at_makes_a_missing_table() {
         .unwrap();
     assert!(matches!(reply.claim, Claim::Acquired { .. }));
     client
-        .batch_execute(&format!("DROP TABLE {name}"))
+        .batch_execute(&format!(
+            "DROP TABLE {name}; DROP FUNCTION IF EXISTS {name}_claim"
+        ))
         .await
         .unwrap();
 }
@@ -132,7 +134,7 @@ async fn the_shipped_sql_file_and_create_table_if_missing_make_the_same_table() 
     // The files as shipped, run by a "migration tool" in its own schema.
     client
         .batch_execute(&format!(
-            "SET search_path TO {schema}; {SCHEMA_SQL}; {CLAIMED_AT_INDEX_SQL}; {HELD_OUTCOME_SQL}; {HOT_UPDATES_SQL}; {FINGERPRINT_SQL}; RESET search_path;"
+            "SET search_path TO {schema}; {SCHEMA_SQL}; {CLAIMED_AT_INDEX_SQL}; {HELD_OUTCOME_SQL}; {HOT_UPDATES_SQL}; {FINGERPRINT_SQL}; {CLAIM_FUNCTION_SQL}; RESET search_path;"
         ))
         .await
         .unwrap();
@@ -223,6 +225,36 @@ async fn the_shipped_sql_file_and_create_table_if_missing_make_the_same_table() 
             .get(0);
         assert_eq!(options, Some(vec!["fillfactor=80".to_owned()]), "{table}");
     }
+    // Both have the claim function of 006, in the schema, with the same definition.
+    let functions: Vec<String> = client
+        .query(
+            "SELECT p.proname, pg_get_functiondef(p.oid) FROM pg_proc p
+             JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 ORDER BY 1",
+            &[&schema],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            // The shipped file names the table as the search path finds it; the library names
+            // it with its schema.
+            let def: String = r.get(1);
+            let def = def
+                .replace(&format!("{schema}."), "")
+                .replace("idemkit_records", "records");
+            format!("{} {def}", r.get::<_, String>(0))
+        })
+        .collect();
+    assert_eq!(functions.len(), 2, "{functions:?}");
+    assert!(
+        functions[0].starts_with("idemkit_records_claim "),
+        "{functions:?}"
+    );
+    assert!(functions[1].starts_with("records_claim "), "{functions:?}");
+    assert_eq!(
+        functions[0].split_once(' ').unwrap().1,
+        functions[1].split_once(' ').unwrap().1
+    );
     // The store works on the schema-qualified table.
     let key = random_key();
     let reply = store
@@ -321,7 +353,9 @@ async fn a_table_without_the_fingerprint_column_keeps_working_and_old_rows_still
     let new = store.get(id).await.unwrap().0.expect("the new record");
     assert_eq!(new.fingerprint.as_deref(), Some(fingerprint.as_str()));
     client
-        .batch_execute(&format!("DROP TABLE {name}"))
+        .batch_execute(&format!(
+            "DROP TABLE {name}; DROP FUNCTION IF EXISTS {name}_claim"
+        ))
         .await
         .unwrap();
 }
@@ -371,7 +405,9 @@ async fn a_missing_table_says_how_to_create_it() {
     common::pg_client(&url)
         .await
         .unwrap()
-        .batch_execute(&format!("DROP TABLE {name}"))
+        .batch_execute(&format!(
+            "DROP TABLE {name}; DROP FUNCTION IF EXISTS {name}_claim"
+        ))
         .await
         .unwrap();
 }
@@ -1234,4 +1270,103 @@ async fn completions_are_hot_updates() {
     };
     assert_eq!(updates, CALLS, "completions counted");
     assert_eq!(hot, CALLS, "every completion a HOT update");
+}
+
+/// Migration 006 (issue 16): the store claims through the table's claim function, and a repeat
+/// of a remembered call is answered by it. On a table without the function (001 to 005) the
+/// store sends the claim statement itself and answers the same; `create_table_if_missing()`
+/// brings the function back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_go_through_the_claim_function_and_work_without_it() {
+    let Some(url) = postgres_url() else { return };
+    let (table, store) = common::PgTable::new(&url, "idemkit_fn").await;
+    let client = common::pg_client(&url).await.unwrap();
+    let name = table.name.clone();
+    let outcome = Outcome::success(r#""msg-1""#).unwrap();
+    // Claims, completes and replays a fresh key on `store`; a repeat of `remembered` replays.
+    let works = |store: PostgresStore, remembered: Option<idemkit::Key>| {
+        let outcome = outcome.clone();
+        async move {
+            let key = random_key();
+            let id = RecordId {
+                tenant: Some("fn"),
+                key: &key,
+            };
+            let token = Token::random();
+            let reply = store
+                .claim(&request(id, token, 60_000, 60_000))
+                .await
+                .unwrap();
+            assert!(matches!(reply.claim, Claim::Acquired { .. }), "{reply:?}");
+            let done = store.complete(id, token, &outcome, 600_000).await.unwrap();
+            assert_eq!(done, Completion::Recorded);
+            for key in [Some(key), remembered].into_iter().flatten() {
+                let id = RecordId {
+                    tenant: Some("fn"),
+                    key: &key,
+                };
+                let reply = store
+                    .claim(&request(id, Token::random(), 60_000, 60_000))
+                    .await
+                    .unwrap();
+                match reply.claim {
+                    Claim::Completed(record) => assert_eq!(record.outcome, Some(outcome.clone())),
+                    other => panic!("a repeat answers the remembered outcome: {other:?}"),
+                }
+            }
+            key
+        }
+    };
+    let first = works(store, None).await;
+
+    // The claim is the function's: made to refuse, it refuses every claim, repeats included.
+    let refusing = claim_function_sql(&name).replacen(
+        "BEGIN\n",
+        "BEGIN\n  RAISE EXCEPTION 'the claim function ran';\n",
+        1,
+    );
+    client.batch_execute(&refusing).await.unwrap();
+    let store = PostgresStore::connect(&url, &table.options())
+        .await
+        .unwrap();
+    for key in [random_key(), first] {
+        let id = RecordId {
+            tenant: Some("fn"),
+            key: &key,
+        };
+        let e = store
+            .claim(&request(id, Token::random(), 60_000, 60_000))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("the claim function ran"), "{e}");
+    }
+
+    // Without the function, a new store sends the statement: the same answers.
+    client
+        .batch_execute(&format!("DROP FUNCTION {name}_claim"))
+        .await
+        .unwrap();
+    let store = PostgresStore::connect(&url, &table.options())
+        .await
+        .unwrap();
+    works(store, Some(first)).await;
+
+    // create_table_if_missing() makes the function again, as the shipped file has it.
+    let store = PostgresStore::connect(&url, &table.options())
+        .await
+        .unwrap();
+    store.create_table_if_missing().await.unwrap();
+    let made: Option<String> = client
+        .query_one(
+            "SELECT pg_get_functiondef(to_regproc($1))",
+            &[&format!("{name}_claim")],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(
+        made.is_some_and(|def| def.contains("IF FOUND THEN")),
+        "the function is back"
+    );
+    works(store, Some(first)).await;
 }

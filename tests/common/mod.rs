@@ -867,7 +867,9 @@ impl Drop for PgTable {
             runtime.block_on(async {
                 if let Ok(client) = pg_client(&url).await {
                     let _ = client
-                        .batch_execute(&format!("DROP TABLE IF EXISTS {name}"))
+                        .batch_execute(&format!(
+                            "DROP TABLE IF EXISTS {name}; DROP FUNCTION IF EXISTS {name}_claim"
+                        ))
                         .await;
                 }
             });

@@ -853,19 +853,21 @@ pub(crate) fn postgres_create_table(
     .map_err(failed)
 }
 
-/// `PostgresIdempotencyStore(DataSource)`: the DDL for `table` (or the default table), the file
-/// that adds the fingerprint column, then, by name, the SQL of every statement of the native
-/// store, as pairs: `schema`, DDL, `fingerprint_file`, path, `claim`, SQL, ..., and the same
-/// statements for a table without that column (`statements_without_fingerprint`), named
-/// `without_fingerprint/claim`, ... (one text for both stores, and the same fallback).
+/// `PostgresIdempotencyStore(DataSource)`: the DDL for `table` (or the default table), the files
+/// that add the fingerprint column and the claim function, then, by name, the SQL of every
+/// statement of the native store, as pairs: `schema`, DDL, `fingerprint_file`, path,
+/// `claim_function_file`, path, `claim`, SQL, ..., the claim statement for a table without the
+/// function (`without_claim_function/claim`), and the statements for a table without the
+/// fingerprint column (`statements_without_fingerprint`), named `without_fingerprint/claim`, ...
+/// (one text for both stores, and the same fallbacks).
 #[cfg(feature = "postgres")]
 pub(crate) fn postgres_statements<'l>(
     env: &mut Env<'l>,
     table: &JString<'_>,
 ) -> Result<JObjectArray<'l, JString<'l>>> {
     use idemkit::store::postgres::{
-        create_table_sql, statements, statements_without_fingerprint, DEFAULT_TABLE,
-        FINGERPRINT_FILE,
+        claim_statement, create_table_sql, statements, statements_without_fingerprint,
+        CLAIM_FUNCTION_FILE, DEFAULT_TABLE, FINGERPRINT_FILE,
     };
     let table = string(env, table)?.unwrap_or_else(|| DEFAULT_TABLE.to_owned());
     let refused = |e: idemkit::StoreError| match e {
@@ -877,10 +879,15 @@ pub(crate) fn postgres_statements<'l>(
     let mut all: Vec<(String, String)> = vec![
         ("schema".into(), create_table_sql(&table).map_err(refused)?),
         ("fingerprint_file".into(), FINGERPRINT_FILE.into()),
+        ("claim_function_file".into(), CLAIM_FUNCTION_FILE.into()),
     ];
     for (name, text) in statements(&table).map_err(refused)? {
         all.push((name.into(), text));
     }
+    all.push((
+        "without_claim_function/claim".into(),
+        claim_statement(&table).map_err(refused)?,
+    ));
     for (name, text) in statements_without_fingerprint(&table).map_err(refused)? {
         all.push((format!("without_fingerprint/{name}"), text));
     }

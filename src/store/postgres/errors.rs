@@ -34,6 +34,14 @@ pub(super) fn lacks_fingerprint(e: &tokio_postgres::Error) -> bool {
             .is_some_and(|db| db.message().contains("fingerprint"))
 }
 
+/// Whether the server refused the claim because the table has no claim function: a table made
+/// before `sql/postgres/006_...` that has not had it applied.
+pub(super) fn lacks_claim_function(e: &tokio_postgres::Error) -> bool {
+    e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_FUNCTION)
+        && e.as_db_error()
+            .is_some_and(|db| db.message().contains("_claim("))
+}
+
 impl PostgresStore {
     /// The error of a table without the `fingerprint` column, naming the file that adds it.
     pub(super) fn fingerprint_missing(&self) -> StoreError {

@@ -18,6 +18,13 @@
 //! statement again, which sees that row. Only claimers racing for one key ever need the second
 //! statement.
 //!
+//! **The claim function** (`sql/postgres/006_idemkit_records_claim_function.sql`,
+//! `{table}_claim`) wraps that statement: it first reads the live record the claim would not
+//! take over with one indexed `SELECT` and answers it; only when there is none does it run the
+//! statement. A repeat then costs the server a lookup instead of setting up the `INSERT`. On a
+//! table without the function the store sends the statement itself (warning once per
+//! connection); the answers are the same.
+//!
 //! **Connections**: a few connections used round-robin (tokio-postgres pipelines the statements
 //! of concurrent callers on each), with every statement prepared once per connection, so a call
 //! is one round trip. A broken connection is replaced on next use, and a statement that failed
@@ -55,8 +62,9 @@ use self::errors::error_text;
 use self::pool::{Slot, CONNECTIONS, CONNECT_TIMEOUT, STATEMENT_TIMEOUT};
 use self::sql::Sql;
 pub use self::sql::{
-    create_table_sql, schema_sql, statements, statements_without_fingerprint, validate_table_name,
-    CLAIMED_AT_INDEX_SQL, DEFAULT_TABLE, FINGERPRINT_FILE, FINGERPRINT_SQL, HELD_OUTCOME_SQL,
+    claim_function_sql, claim_statement, create_table_sql, schema_sql, statements,
+    statements_without_fingerprint, validate_table_name, CLAIMED_AT_INDEX_SQL, CLAIM_FUNCTION_FILE,
+    CLAIM_FUNCTION_SQL, DEFAULT_TABLE, FINGERPRINT_FILE, FINGERPRINT_SQL, HELD_OUTCOME_SQL,
     HOT_UPDATES_SQL, SCHEMA_SQL,
 };
 use super::{
@@ -78,6 +86,8 @@ pub struct PostgresStore {
     config: Config,
     table: String,
     sql: Sql,
+    /// The statements for a table made before `006_idemkit_records_claim_function.sql`.
+    sql_without_claim_function: Sql,
     /// The statements for a table made before `005_idemkit_records_fingerprint.sql`.
     sql_without_fingerprint: Sql,
     slots: Vec<Slot>,
@@ -186,6 +196,7 @@ impl PostgresStore {
         let store = PostgresStore {
             config,
             sql: Sql::new(&table),
+            sql_without_claim_function: Sql::without_claim_function(&table),
             sql_without_fingerprint: Sql::without_fingerprint(&table),
             table,
             slots: (0..pool_size).map(|_| Slot::default()).collect(),
@@ -226,11 +237,12 @@ impl PostgresStore {
     }
 
     /// Creates the table and its indexes if they do not exist (the DDL of every file of
-    /// `sql/postgres/`, 001 to 005, with this store's table name): on a table made by 001 it
+    /// `sql/postgres/`, 001 to 006, with this store's table name): on a table made by 001 it
     /// adds the claimed_at index of 002, lets `outcome_kind` hold the held failures of 003,
-    /// applies 004 (fillfactor 80, no expires_at index) and adds the `fingerprint` column of
-    /// 005. A table without that column keeps working, without fingerprints (a warning names
-    /// the file); connections made after the column is added keep them.
+    /// applies 004 (fillfactor 80, no expires_at index), adds the `fingerprint` column of
+    /// 005 and (re)creates the claim function of 006. A table without that column keeps working,
+    /// without fingerprints (a warning names the file); connections made after the column is
+    /// added keep them. Likewise a table without the function: its claims send the statement.
     ///
     /// The DDL runs as one transaction that first waits for the table's `ACCESS EXCLUSIVE` lock
     /// (when the table exists), holding nothing: taking weaker locks first (`CREATE INDEX IF NOT

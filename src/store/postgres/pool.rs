@@ -190,6 +190,28 @@ impl PostgresStore {
     async fn new_session(&self) -> Result<Session, StoreError> {
         let client = self.raw_connection().await?;
         let statements = match self.prepare_all(&client, &self.sql).await {
+            Err((_, e)) if super::errors::lacks_claim_function(&e) => {
+                // A table made before the claim function: the claim statement is sent as it
+                // is, which costs a repeat more server time but answers the same. (A missing
+                // table has no function either: that is said below, not warned here.)
+                let plain = self
+                    .prepare_all(&client, &self.sql_without_claim_function)
+                    .await;
+                let no_table = matches!(&plain, Err((_, e)) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE));
+                if !no_table {
+                    log::warn!(
+                        "idemkit: table {} in {} has no claim function, so every claim runs the full claim statement; apply {} or call {}",
+                        self.table,
+                        self.url,
+                        super::sql::CLAIM_FUNCTION_FILE,
+                        super::sql::CREATE_TABLE_CALL
+                    );
+                }
+                plain
+            }
+            other => other,
+        };
+        let statements = match statements {
             Err((_, e)) if super::errors::lacks_fingerprint(&e) => {
                 // A table made by idemkit 1.0: it keeps working, without fingerprints (its
                 // records never mismatch, SPEC v1.1 rule 9), until the migration is applied.

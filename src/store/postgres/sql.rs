@@ -29,6 +29,15 @@ pub const FINGERPRINT_SQL: &str =
 /// (here and in the Java face's JDBC store).
 pub const FINGERPRINT_FILE: &str = "sql/postgres/005_idemkit_records_fingerprint.sql";
 
+/// The sixth migration: the claim as a function that answers a live record with one `SELECT`
+/// and runs the claim statement only when the key is free ([`claim_function_sql`] for the
+/// default table, as shipped for migration tools).
+pub const CLAIM_FUNCTION_SQL: &str =
+    include_str!("../../../sql/postgres/006_idemkit_records_claim_function.sql");
+
+/// The file that adds the claim function, named by the warning a table without it gets.
+pub const CLAIM_FUNCTION_FILE: &str = "sql/postgres/006_idemkit_records_claim_function.sql";
+
 /// How a message names the call that creates or migrates the table, in each face that has one.
 pub(super) const CREATE_TABLE_CALL: &str =
     "PostgresStore::create_table_if_missing() (Java: PostgresIdempotencyStore.createTableIfMissing())";
@@ -63,11 +72,60 @@ pub fn schema_sql(table: &str) -> Result<String, StoreError> {
     validate_table_name(table)?;
     let bare = table.rsplit('.').next().unwrap_or(table);
     let first = SCHEMA_SQL.replace(EXPIRES_AT_INDEX, "");
-    Ok(format!(
+    let files = format!(
         "{first}\n{CLAIMED_AT_INDEX_SQL}\n{HELD_OUTCOME_SQL}\n{HOT_UPDATES_SQL}\n{FINGERPRINT_SQL}"
     )
     .replace("idemkit_records_", &format!("{bare}_"))
-    .replace("idemkit_records", table))
+    .replace("idemkit_records", table);
+    // The function is named after the table, schema included (an index takes its table's
+    // schema by itself; a function does not).
+    Ok(format!("{files}\n{}", claim_function_sql(table)))
+}
+
+/// The claim function of [`CLAIM_FUNCTION_FILE`] for `table`: `{table}_claim`, with the claim's
+/// ten parameters, answering the claim statement's row. It first reads the live record that this
+/// claim would not take over, and answers it as the claim statement would (nothing written);
+/// only when there is none does it run the claim statement itself, unchanged. A repeat of a
+/// remembered call thus costs one indexed `SELECT` on the server, not the statement whose
+/// `INSERT ... ON CONFLICT` is set up even when it inserts nothing. Each statement of the function
+/// reads its own snapshot (READ COMMITTED), and the second is the whole claim, so the outcome is
+/// the claim statement's in every interleaving.
+pub fn claim_function_sql(table: &str) -> String {
+    let sql = Sql::without_claim_function(table);
+    let now = "(SELECT date_trunc('milliseconds', clock_timestamp()) AS t) AS now";
+    format!(
+        "-- idemkit: the PostgreSQL record store, sixth migration.
+--
+-- The claim as a function: a repeat of a remembered call reads the live record with one
+-- indexed SELECT and answers it, writing nothing; only a claim that may write (no live record,
+-- an expired one, a remembered failure being retried) runs the claim statement, unchanged.
+-- Without this function the store sends the claim statement itself, as before (a warning names
+-- this file). `create_table_if_missing()` runs this file too; running it again replaces the
+-- function with the same text. Dropping the table leaves the function: drop it with
+-- `DROP FUNCTION {table}_claim`. To use another table name, replace every `{table}` below.
+
+CREATE OR REPLACE FUNCTION {table}_claim(text, text, integer, text, text, bigint, bigint, boolean, text, boolean)
+RETURNS TABLE (o_acquired boolean, o_tenant text, o_key text, o_format integer, o_scope text,
+  o_state text, o_token text, o_claimed_at bigint, o_lease_end bigint, o_ttl_ms bigint,
+  o_expires_at bigint, o_outcome text, o_fingerprint text, o_now bigint)
+LANGUAGE plpgsql AS $idemkit_claim$
+BEGIN
+  RETURN QUERY SELECT false, {}, {}
+  FROM {now}, {table} AS c
+  WHERE {} AND c.expires_at > now.t AND NOT {};
+  IF FOUND THEN
+    RETURN;
+  END IF;
+  RETURN QUERY {};
+END
+$idemkit_claim$;
+",
+        record_columns("c", true),
+        ms("now.t"),
+        key_match("c"),
+        replaces("c", true),
+        sql.claim,
+    )
 }
 
 /// What `create_table_if_missing` runs for `table` (validated), as one transaction: the DDL of
@@ -99,6 +157,15 @@ $idemkit_lock$;
 pub fn statements(table: &str) -> Result<Vec<(&'static str, String)>, StoreError> {
     validate_table_name(table)?;
     Ok(named(table, Sql::new(table)))
+}
+
+/// The claim statement for a table without the claim function of [`CLAIM_FUNCTION_FILE`]
+/// (migrations 001 to 005), with the parameters of the `claim` of [`statements`]: what the
+/// function runs when the key is free, sent as it is. The native store falls back to it when the
+/// function is missing, and so does the Java face's JDBC store.
+pub fn claim_statement(table: &str) -> Result<String, StoreError> {
+    validate_table_name(table)?;
+    Ok(Sql::without_claim_function(table).claim)
 }
 
 /// The statements of [`statements`] for a table made without the `fingerprint` column of
@@ -183,6 +250,24 @@ fn record_columns(a: &str, fingerprint: bool) -> String {
     )
 }
 
+/// The claim's condition that the record `a` is a remembered failure this claim replaces:
+/// `RETURN_CACHED_IF_SUCCESS` ($8), unless the payload is checked ($10) and another payload made
+/// it (SPEC v1.1 rule 9; `ClaimRequest::replaces_failure`). A table without the fingerprint column
+/// keeps none, which never differs.
+fn replaces(a: &str, fingerprint: bool) -> String {
+    let differs = if fingerprint {
+        format!("$10::boolean AND $9::text IS NOT NULL AND {a}.fingerprint IS NOT NULL AND {a}.fingerprint <> $9::text")
+    } else {
+        "$10::boolean AND false".to_owned()
+    };
+    format!("($8::boolean AND {a}.state = 'completed' AND {a}.outcome_kind = 'failure' AND NOT ({differs}))")
+}
+
+/// The row `a` of the record of tenant `$1` and key `$2`.
+fn key_match(a: &str) -> String {
+    format!("{a}.tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END) AND {a}.key = $2::text")
+}
+
 /// One of each statement of the store: its SQL ([`Sql`]) or, on a connection, the statement
 /// prepared from it (`pool::Statements`).
 pub(super) struct EachStatement<T> {
@@ -201,8 +286,20 @@ pub(super) struct EachStatement<T> {
 pub(super) type Sql = EachStatement<String>;
 
 impl Sql {
-    /// The statements for a table with every migration of `sql/postgres/`.
+    /// The statements for a table with every migration of `sql/postgres/`: the claim calls the
+    /// function of [`CLAIM_FUNCTION_FILE`].
     pub(super) fn new(table: &str) -> Sql {
+        Sql {
+            claim: format!(
+                "SELECT * FROM {table}_claim($1::text, $2::text, $3::integer, $4::text, $5::text, $6::bigint, $7::bigint, $8::boolean, $9::text, $10::boolean)"
+            ),
+            ..Sql::build(table, true)
+        }
+    }
+
+    /// The statements for a table without the claim function of [`CLAIM_FUNCTION_FILE`]
+    /// (migrations 001 to 005): the claim is the statement the function runs.
+    pub(super) fn without_claim_function(table: &str) -> Sql {
         Sql::build(table, true)
     }
 
@@ -225,15 +322,10 @@ impl Sql {
         // the payload is checked ($10) and another payload made it (SPEC v1.1 rule 9;
         // `ClaimRequest::replaces_failure`). A table without the fingerprint column keeps none,
         // which never differs.
-        let replaces = |a: &str| {
-            let differs = if fingerprint {
-                format!("$10::boolean AND $9::text IS NOT NULL AND {a}.fingerprint IS NOT NULL AND {a}.fingerprint <> $9::text")
-            } else {
-                "$10::boolean AND false".to_owned()
-            };
-            format!("($8::boolean AND {a}.state = 'completed' AND {a}.outcome_kind = 'failure' AND NOT ({differs}))")
-        };
-        let take = format!("(r.expires_at <= excluded.claimed_at OR {})", replaces("r"));
+        let take = format!(
+            "(r.expires_at <= excluded.claimed_at OR {})",
+            replaces("r", fingerprint)
+        );
         let sets = [
             "format",
             "scope",
@@ -283,15 +375,12 @@ claimed AS (
 SELECT true, {}, {} FROM claimed c, now
 UNION ALL
 SELECT false, {}, {} FROM cur c, now WHERE NOT EXISTS (SELECT 1 FROM claimed)",
-            replaces("cur"),
+            replaces("cur", fingerprint),
             record_columns("c", fingerprint),
             ms("now.t"),
             record_columns("c", fingerprint),
             ms("now.t"),
         );
-        let key_match = |a: &str| {
-            format!("{a}.tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END) AND {a}.key = $2::text")
-        };
         // Not recorded when nothing matched: the current record (as of this statement's
         // snapshot) tells why — gone, another token, or already completed with this token.
         let complete = format!(
@@ -472,5 +561,36 @@ mod tests {
         assert!(ddl.contains("DROP INDEX IF EXISTS records_expires_at_idx"));
         assert!(!ddl.contains("idemkit_records"));
         assert!(schema_sql("bad name").is_err());
+    }
+
+    #[test]
+    fn the_shipped_claim_function_file_is_the_function_the_store_creates() {
+        assert!(
+            CLAIM_FUNCTION_SQL == claim_function_sql(DEFAULT_TABLE),
+            "{CLAIM_FUNCTION_FILE} differs from claim_function_sql(\"{DEFAULT_TABLE}\"); write that text to the file"
+        );
+        // The function runs the claim statement unchanged when the key may be taken.
+        assert!(CLAIM_FUNCTION_SQL.contains(&claim_statement(DEFAULT_TABLE).unwrap()));
+    }
+
+    #[test]
+    fn the_claim_function_is_named_after_the_table_schema_included() {
+        let ddl = schema_sql("app.records").unwrap();
+        assert!(
+            ddl.contains("CREATE OR REPLACE FUNCTION app.records_claim("),
+            "{ddl}"
+        );
+        let claim = statements("app.records").unwrap()[0].clone();
+        assert_eq!(claim.0, "claim");
+        assert!(claim
+            .1
+            .starts_with("SELECT * FROM app.records_claim($1::text,"));
+        for n in 1..=10 {
+            assert!(claim.1.contains(&format!("${n}::")), "${n}: {}", claim.1);
+        }
+        // Without the function, the claim is the statement, with the same parameters.
+        let statement = claim_statement("app.records").unwrap();
+        assert!(statement.contains("INSERT INTO app.records AS r") && statement.contains("$10"));
+        assert!(claim_statement("bad name").is_err());
     }
 }

@@ -62,11 +62,29 @@ final class JdbcStoreOperations implements StoreOperations {
 
     private static final System.Logger LOG = System.getLogger("dev.idemkit.store.jdbc");
     private static final String WITHOUT_FINGERPRINT = "without_fingerprint/";
+    private static final String WITHOUT_CLAIM_FUNCTION = "without_claim_function/";
 
     private final DataSource dataSource;
     private final String table;
     private final String schema;
     private final String fingerprintFile;
+    private final String claimFunctionFile;
+
+    /**
+     * The claim statement for a table without the claim function of {@link #claimFunctionFile} (the
+     * function runs this very statement when the key is free).
+     */
+    private final Sql claimStatement;
+
+    /**
+     * Whether claims call the table's claim function: true until one finds no such function
+     * (SQLSTATE 42883 naming it), then false until {@link #createTableIfMissing()} makes it.
+     */
+    private volatile boolean claimFunction = true;
+
+    /** Set when claims fell back to the statement; warned once the statement worked. */
+    private final java.util.concurrent.atomic.AtomicBoolean unwarnedClaimFallback =
+            new java.util.concurrent.atomic.AtomicBoolean();
 
     /** The statements for a table with every migration of {@code sql/postgres/}. */
     private final Map<String, Sql> full = new HashMap<>();
@@ -88,12 +106,18 @@ final class JdbcStoreOperations implements StoreOperations {
         String[] pairs = NativeBridge.postgresStatements(table);
         String ddl = null;
         String file = null;
+        String functionFile = null;
+        Sql statement = null;
         for (int i = 0; i + 1 < pairs.length; i += 2) {
             String name = pairs[i];
             if (name.equals("schema")) {
                 ddl = pairs[i + 1];
             } else if (name.equals("fingerprint_file")) {
                 file = pairs[i + 1];
+            } else if (name.equals("claim_function_file")) {
+                functionFile = pairs[i + 1];
+            } else if (name.equals(WITHOUT_CLAIM_FUNCTION + "claim")) {
+                statement = new Sql(pairs[i + 1]);
             } else if (name.startsWith(WITHOUT_FINGERPRINT)) {
                 withoutFingerprint.put(
                         name.substring(WITHOUT_FINGERPRINT.length()), new Sql(pairs[i + 1]));
@@ -103,6 +127,8 @@ final class JdbcStoreOperations implements StoreOperations {
         }
         this.schema = ddl;
         this.fingerprintFile = file;
+        this.claimFunctionFile = functionFile;
+        this.claimStatement = statement;
         this.table = table == null ? "idemkit_records" : table;
     }
 
@@ -124,6 +150,7 @@ final class JdbcStoreOperations implements StoreOperations {
             throw failed("create table " + table, e);
         }
         sql = full;
+        claimFunction = true;
     }
 
     /**
@@ -133,6 +160,17 @@ final class JdbcStoreOperations implements StoreOperations {
      * run.
      */
     private boolean fallBack(SQLException e) {
+        if ("42883".equals(e.getSQLState())
+                && e.getMessage() != null
+                && e.getMessage().contains("_claim(")) {
+            // A table made before the claim function: claims send the statement it runs, which
+            // answers the same (warned once it worked: a missing table has no function either).
+            if (claimFunction) {
+                claimFunction = false;
+                unwarnedClaimFallback.set(true);
+            }
+            return true;
+        }
         if (!"42703".equals(e.getSQLState())
                 || e.getMessage() == null
                 || !e.getMessage().contains("fingerprint")) {
@@ -370,7 +408,11 @@ final class JdbcStoreOperations implements StoreOperations {
 
     private PreparedStatement prepare(Connection c, String name, Object... values)
             throws SQLException {
-        Sql statement = sql.get(name);
+        Map<String, Sql> in = sql;
+        Sql statement =
+                name.equals("claim") && in == full && !claimFunction
+                        ? claimStatement
+                        : in.get(name);
         PreparedStatement s = c.prepareStatement(statement.text);
         try {
             for (int i = 0; i < statement.order.length; i++) {
@@ -403,7 +445,10 @@ final class JdbcStoreOperations implements StoreOperations {
         return rows.isEmpty() ? null : rows.get(0);
     }
 
-    /** Every row of a query, read eagerly (sent again once on the statements of a 1.0 table). */
+    /**
+     * Every row of a query, read eagerly (sent again on the statements of an older table: without
+     * the claim function, then without the fingerprint column).
+     */
     private List<Row> query(String name, Object... values) {
         for (int attempt = 0; ; attempt++) {
             try (Connection c = connection();
@@ -413,9 +458,19 @@ final class JdbcStoreOperations implements StoreOperations {
                 while (rs.next()) {
                     rows.add(new Row(rs));
                 }
+                if (name.equals("claim") && unwarnedClaimFallback.compareAndSet(true, false)) {
+                    LOG.log(
+                            System.Logger.Level.WARNING,
+                            "idemkit: "
+                                    + describe()
+                                    + " has no claim function, so every claim runs the full claim"
+                                    + " statement; apply "
+                                    + claimFunctionFile
+                                    + " or call PostgresIdempotencyStore.createTableIfMissing()");
+                }
                 return rows;
             } catch (SQLException e) {
-                if (attempt == 0 && fallBack(e)) {
+                if (attempt < 2 && fallBack(e)) {
                     continue;
                 }
                 throw failed(name, e);
@@ -429,7 +484,7 @@ final class JdbcStoreOperations implements StoreOperations {
                     PreparedStatement s = prepare(c, name, values)) {
                 return s.executeUpdate();
             } catch (SQLException e) {
-                if (attempt == 0 && fallBack(e)) {
+                if (attempt < 2 && fallBack(e)) {
                     continue;
                 }
                 throw failed(name, e);

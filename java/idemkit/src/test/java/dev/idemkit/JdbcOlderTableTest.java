@@ -26,9 +26,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The JDBC store on a table an older idemkit made (the files {@code sql/postgres/001} to {@code
- * 004}, without the fingerprint column of {@code 005}): like the native store it keeps working
- * without fingerprints (the core's statements for such a table), warns once naming the migration,
- * and keeps fingerprints once {@code createTableIfMissing()} has added the column.
+ * 004}, without the fingerprint column of {@code 005} and the claim function of {@code 006}): like
+ * the native store it keeps working without fingerprints (the core's statements for such a table)
+ * and with the claim statement instead of the function, warns once per missing migration naming it,
+ * and keeps fingerprints and calls the function once {@code createTableIfMissing()} has made them.
  */
 class JdbcOlderTableTest {
     /** Held here: JUL keeps loggers only weakly, and a collected one would lose its handler. */
@@ -86,7 +87,7 @@ class JdbcOlderTableTest {
     @AfterEach
     void dropIt() throws Exception {
         JDBC.removeHandler(capture);
-        execute("DROP TABLE IF EXISTS " + table);
+        execute("DROP TABLE IF EXISTS " + table + "; DROP FUNCTION IF EXISTS " + table + "_claim");
     }
 
     private void execute(String sql) throws SQLException {
@@ -136,13 +137,17 @@ class JdbcOlderTableTest {
             assertEquals(1, orders.runs.get());
 
             List<LogRecord> warned = warnings();
-            assertEquals(1, warned.size(), "one warning: " + logged);
-            String message = warned.get(0).getMessage();
-            assertTrue(
-                    message.contains("sql/postgres/005_idemkit_records_fingerprint.sql"), message);
-            assertTrue(
-                    message.contains("PostgresIdempotencyStore.createTableIfMissing()"), message);
-            assertFalse(message.contains("PostgresStore::"), message);
+            assertEquals(2, warned.size(), "one warning per missing migration: " + logged);
+            String both = warned.get(0).getMessage() + "\n" + warned.get(1).getMessage();
+            assertTrue(both.contains("sql/postgres/005_idemkit_records_fingerprint.sql"), both);
+            assertTrue(both.contains("sql/postgres/006_idemkit_records_claim_function.sql"), both);
+            for (LogRecord warning : warned) {
+                String message = warning.getMessage();
+                assertTrue(
+                        message.contains("PostgresIdempotencyStore.createTableIfMissing()"),
+                        message);
+                assertFalse(message.contains("PostgresStore::"), message);
+            }
 
             // The migration through the store: the old record still reads, new ones keep their
             // fingerprint, and another payload is refused.
@@ -155,6 +160,72 @@ class JdbcOlderTableTest {
                     PayloadMismatchException.class,
                     () -> calls.call("older_table_charge", Map.of("order", fresh, "amount", 8)));
             assertEquals(2, orders.runs.get());
+            assertEquals(2, warnings().size(), "no further warning: " + logged);
+        }
+    }
+
+    /** The definition of the table's claim function, made to refuse every claim. */
+    private String refusingClaimFunction() throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                Statement s = c.createStatement();
+                ResultSet rs =
+                        s.executeQuery(
+                                "SELECT pg_get_functiondef(to_regproc('" + table + "_claim'))")) {
+            rs.next();
+            String definition = rs.getString(1);
+            assertTrue(definition != null && definition.contains("BEGIN\n"), "the function exists");
+            return definition.replaceFirst(
+                    "BEGIN\n", "BEGIN\n  RAISE EXCEPTION 'the claim function ran';\n");
+        }
+    }
+
+    @Test
+    void without_the_claim_function_claims_send_the_statement_and_warn_once() throws Exception {
+        // A 1.1 table: 005 applied, 006 not.
+        Path fingerprint =
+                Path.of(System.getProperty("idemkit.repo.root", "../.."))
+                        .resolve("sql/postgres/005_idemkit_records_fingerprint.sql")
+                        .toAbsolutePath()
+                        .normalize();
+        execute(Files.readString(fingerprint).replace("idemkit_records", table));
+        Orders orders = new Orders();
+        try (PostgresIdempotencyStore store = new PostgresIdempotencyStore(dataSource, table)) {
+            ToolDispatcher calls =
+                    ToolDispatcher.builder()
+                            .tools(orders)
+                            .store(store)
+                            .tenant("no-function-" + UUID.randomUUID())
+                            .build();
+            String order = "F-" + UUID.randomUUID();
+            assertEquals(3, calls.call("older_table_charge", Map.of("order", order, "amount", 3)));
+            assertEquals(3, calls.call("older_table_charge", Map.of("order", order, "amount", 3)));
+            assertThrows(
+                    PayloadMismatchException.class,
+                    () -> calls.call("older_table_charge", Map.of("order", order, "amount", 4)));
+            assertEquals(1, orders.runs.get());
+            List<LogRecord> warned = warnings();
+            assertEquals(1, warned.size(), "one warning: " + logged);
+            assertTrue(
+                    warned.get(0)
+                            .getMessage()
+                            .contains("sql/postgres/006_idemkit_records_claim_function.sql"),
+                    warned.get(0).getMessage());
+
+            // Made by createTableIfMissing(), the function is what claims call from then on:
+            // made to refuse, it refuses them.
+            store.createTableIfMissing();
+            assertEquals(3, calls.call("older_table_charge", Map.of("order", order, "amount", 3)));
+            execute(refusingClaimFunction());
+            IdempotencyException refused =
+                    assertThrows(
+                            IdempotencyException.class,
+                            () ->
+                                    calls.call(
+                                            "older_table_charge",
+                                            Map.of("order", order, "amount", 3)));
+            assertTrue(
+                    refused.getMessage().contains("the claim function ran"), refused.getMessage());
+            assertEquals(1, orders.runs.get());
             assertEquals(1, warnings().size(), "no further warning: " + logged);
         }
     }
