@@ -82,27 +82,35 @@ pub fn schema_sql(table: &str) -> Result<String, StoreError> {
     Ok(format!("{files}\n{}", claim_function_sql(table)))
 }
 
-/// The claim function of [`CLAIM_FUNCTION_FILE`] for `table`: `{table}_claim`, with the claim's
-/// ten parameters, answering the claim statement's row. It first reads the live record that this
-/// claim would not take over, and answers it as the claim statement would (nothing written);
-/// only when there is none does it run the claim statement itself, unchanged. A repeat of a
-/// remembered call thus costs one indexed `SELECT` on the server, not the statement whose
-/// `INSERT ... ON CONFLICT` is set up even when it inserts nothing. Each statement of the function
-/// reads its own snapshot (READ COMMITTED), and the second is the whole claim, so the outcome is
-/// the claim statement's in every interleaving.
+/// The claim function of [`CLAIM_FUNCTION_FILE`] for `table`: `{table}_claim`, with the claim
+/// statement's ten parameters and its row. Three statements, each on its own snapshot (READ
+/// COMMITTED), each answering as the claim statement would:
+///
+/// 1. the live record this claim would not take over, by one indexed `SELECT`: answered, nothing
+///    written (a repeat of a remembered call, or a claim in progress elsewhere);
+/// 2. else the claim's write (`upsert`, as in the claim statement): a new record, or the takeover
+///    of an expired one or of a failure this claim replaces; `DO UPDATE ... WHERE` re-checks the
+///    takeover on the row's latest version, so of racing claimers one writes;
+/// 3. else (a concurrent claimer's row won the conflict) that row, read again, for the caller to
+///    answer; none when it is gone already, which the caller answers by claiming again.
+///
+/// A repeat thus costs the server a lookup instead of the claim statement, whose `INSERT ... ON
+/// CONFLICT` is set up even when it inserts nothing.
 pub fn claim_function_sql(table: &str) -> String {
-    let sql = Sql::without_claim_function(table);
     let now = "(SELECT date_trunc('milliseconds', clock_timestamp()) AS t) AS now";
+    let columns = record_columns("c", true);
+    let at_now = ms("now.t");
     format!(
         "-- idemkit: the PostgreSQL record store, sixth migration.
 --
 -- The claim as a function: a repeat of a remembered call reads the live record with one
 -- indexed SELECT and answers it, writing nothing; only a claim that may write (no live record,
--- an expired one, a remembered failure being retried) runs the claim statement, unchanged.
--- Without this function the store sends the claim statement itself, as before (a warning names
--- this file). `create_table_if_missing()` runs this file too; running it again replaces the
--- function with the same text. Dropping the table leaves the function: drop it with
--- `DROP FUNCTION {table}_claim`. To use another table name, replace every `{table}` below.
+-- an expired one, a remembered failure being retried) runs the claim's INSERT ... ON CONFLICT,
+-- as the claim statement does. Without this function the store sends the claim statement
+-- itself, as before (a warning names this file). `create_table_if_missing()` runs this file
+-- too; running it again replaces the function with the same text. Dropping the table leaves
+-- the function: drop it with `DROP FUNCTION {table}_claim`. To use another table name, replace
+-- every `{table}` below.
 
 CREATE OR REPLACE FUNCTION {table}_claim(text, text, integer, text, text, bigint, bigint, boolean, text, boolean)
 RETURNS TABLE (o_acquired boolean, o_tenant text, o_key text, o_format integer, o_scope text,
@@ -110,21 +118,33 @@ RETURNS TABLE (o_acquired boolean, o_tenant text, o_key text, o_format integer, 
   o_expires_at bigint, o_outcome text, o_fingerprint text, o_now bigint)
 LANGUAGE plpgsql AS $idemkit_claim$
 BEGIN
-  RETURN QUERY SELECT false, {}, {}
+  -- The live record this claim would not take over: answered as it is.
+  RETURN QUERY SELECT false, {columns}, {at_now}
   FROM {now}, {table} AS c
   WHERE {} AND c.expires_at > now.t AND NOT {};
   IF FOUND THEN
     RETURN;
   END IF;
-  RETURN QUERY {};
+  -- A new record, or the takeover of an expired one or of a failure this claim replaces.
+  RETURN QUERY WITH {NOW_CTE}
+  {}
+  RETURNING true, {}, {};
+  IF FOUND THEN
+    RETURN;
+  END IF;
+  -- A concurrent claimer's row won the conflict: answered as it is now.
+  RETURN QUERY SELECT false, {columns}, {at_now}
+  FROM {now}, {table} AS c
+  WHERE {};
 END
 $idemkit_claim$;
 ",
-        record_columns("c", true),
-        ms("now.t"),
         key_match("c"),
         replaces("c", true),
-        sql.claim,
+        upsert(table, true, "now"),
+        record_columns("r", true),
+        ms("r.claimed_at"),
+        key_match("c"),
     )
 }
 
@@ -268,6 +288,50 @@ fn key_match(a: &str) -> String {
     format!("{a}.tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END) AND {a}.key = $2::text")
 }
 
+/// The claim's write: a new in-progress record from the rows of `source` (which names `now`),
+/// or, on the row already there, its takeover when it has expired or is a remembered failure
+/// this claim replaces (`DO UPDATE ... WHERE`, re-checked on the row's latest version, so two
+/// claimers never both take it). Without a `RETURNING`.
+fn upsert(table: &str, fingerprint: bool, source: &str) -> String {
+    let take = format!(
+        "(r.expires_at <= excluded.claimed_at OR {})",
+        replaces("r", fingerprint)
+    );
+    let sets = [
+        "format",
+        "scope",
+        "state",
+        "token",
+        "claimed_at",
+        "lease_end",
+        "ttl_ms",
+        "expires_at",
+        "outcome_kind",
+        "outcome",
+        "fingerprint",
+    ]
+    .iter()
+    .filter(|column| fingerprint || **column != "fingerprint")
+    .map(|column| format!("{column} = excluded.{column}"))
+    .collect::<Vec<_>>()
+    .join(", ");
+    let (kept_column, kept_value) = if fingerprint {
+        (", fingerprint", ", $9::text")
+    } else {
+        ("", "")
+    };
+    format!(
+        "INSERT INTO {table} AS r
+    (tenant, key, format, scope, state, token, claimed_at, lease_end, ttl_ms, expires_at, outcome_kind, outcome{kept_column})
+  SELECT $1::text, $2::text, $3::integer, $4::text, 'in_progress', $5::text, now.t,
+    now.t + $6::bigint * interval '1 millisecond', $7::bigint,
+    now.t + ($6::bigint + $7::bigint) * interval '1 millisecond', NULL, NULL{kept_value}
+  FROM {source}
+  ON CONFLICT (tenant_key, key) DO UPDATE SET {sets}
+  WHERE {take}"
+    )
+}
+
 /// One of each statement of the store: its SQL ([`Sql`]) or, on a connection, the statement
 /// prepared from it (`pool::Statements`).
 pub(super) struct EachStatement<T> {
@@ -322,33 +386,6 @@ impl Sql {
         // the payload is checked ($10) and another payload made it (SPEC v1.1 rule 9;
         // `ClaimRequest::replaces_failure`). A table without the fingerprint column keeps none,
         // which never differs.
-        let take = format!(
-            "(r.expires_at <= excluded.claimed_at OR {})",
-            replaces("r", fingerprint)
-        );
-        let sets = [
-            "format",
-            "scope",
-            "state",
-            "token",
-            "claimed_at",
-            "lease_end",
-            "ttl_ms",
-            "expires_at",
-            "outcome_kind",
-            "outcome",
-            "fingerprint",
-        ]
-        .iter()
-        .filter(|column| fingerprint || **column != "fingerprint")
-        .map(|column| format!("{column} = excluded.{column}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-        let (kept_column, kept_value) = if fingerprint {
-            (", fingerprint", ", $9::text")
-        } else {
-            ("", "")
-        };
         let claim = format!(
             "WITH {NOW_CTE},
 cur AS MATERIALIZED (
@@ -362,20 +399,18 @@ held AS MATERIALIZED (
   ) AS yes
 ),
 claimed AS (
-  INSERT INTO {table} AS r
-    (tenant, key, format, scope, state, token, claimed_at, lease_end, ttl_ms, expires_at, outcome_kind, outcome{kept_column})
-  SELECT $1::text, $2::text, $3::integer, $4::text, 'in_progress', $5::text, now.t,
-    now.t + $6::bigint * interval '1 millisecond', $7::bigint,
-    now.t + ($6::bigint + $7::bigint) * interval '1 millisecond', NULL, NULL{kept_value}
-  FROM now, held WHERE NOT held.yes AND ($9::text IS NULL OR true)
-  ON CONFLICT (tenant_key, key) DO UPDATE SET {sets}
-  WHERE {take}
+  {}
   RETURNING r.*
 )
 SELECT true, {}, {} FROM claimed c, now
 UNION ALL
 SELECT false, {}, {} FROM cur c, now WHERE NOT EXISTS (SELECT 1 FROM claimed)",
             replaces("cur", fingerprint),
+            upsert(
+                table,
+                fingerprint,
+                "now, held WHERE NOT held.yes AND ($9::text IS NULL OR true)"
+            ),
             record_columns("c", fingerprint),
             ms("now.t"),
             record_columns("c", fingerprint),
@@ -569,8 +604,13 @@ mod tests {
             CLAIM_FUNCTION_SQL == claim_function_sql(DEFAULT_TABLE),
             "{CLAIM_FUNCTION_FILE} differs from claim_function_sql(\"{DEFAULT_TABLE}\"); write that text to the file"
         );
-        // The function runs the claim statement unchanged when the key may be taken.
-        assert!(CLAIM_FUNCTION_SQL.contains(&claim_statement(DEFAULT_TABLE).unwrap()));
+        // The function writes as the claim statement does: the same INSERT ... ON CONFLICT.
+        let write = upsert(DEFAULT_TABLE, true, "now");
+        assert!(CLAIM_FUNCTION_SQL.contains(&write));
+        let source = "FROM now, held WHERE NOT held.yes AND ($9::text IS NULL OR true)\n";
+        assert!(claim_statement(DEFAULT_TABLE)
+            .unwrap()
+            .contains(&write.replace("FROM now\n", source)));
     }
 
     #[test]
