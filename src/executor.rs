@@ -230,7 +230,7 @@ enum Phase {
 #[derive(Debug, Clone)]
 pub struct Attempt<T: Borrow<Tool> = Tool> {
     tool: T,
-    tenant: Option<String>,
+    tenant: Option<Arc<str>>,
     key: Option<Key>,
     uuid: Option<String>,
     token: Token,
@@ -249,7 +249,7 @@ pub struct Attempt<T: Borrow<Tool> = Tool> {
     /// Runs started so far.
     runs: u32,
     /// The payload fingerprint the record keeps (SPEC v1.1 rule 9), when the call has an input.
-    fingerprint: Option<String>,
+    fingerprint: Option<Arc<str>>,
     /// The call's span (feature `tracing`): `idemkit.call`, see [`Executor::call`].
     #[cfg(feature = "tracing")]
     span: tracing::Span,
@@ -301,11 +301,16 @@ impl<T: Borrow<Tool>> Attempt<T> {
         self.runs
     }
 
+    /// The NFC tenant, owned (for an error or the body's [`CallInfo`]).
+    fn tenant_owned(&self) -> Option<String> {
+        self.tenant.as_deref().map(str::to_owned)
+    }
+
     /// What the body may know of its call.
     pub fn info(&self) -> CallInfo {
         CallInfo {
             key: self.key_text(),
-            tenant: self.tenant.clone(),
+            tenant: self.tenant_owned(),
         }
     }
 }
@@ -806,17 +811,16 @@ impl Executor {
                 } else if let Some(json) = payload {
                     // The record keeps the fingerprint of the whole input (SPEC v1.1 rule 9).
                     let key = derive_key(&scope, input, &policy.key_arguments).map_err(invalid)?;
-                    fingerprint = crate::key::fingerprint(KeyInput::Json(json)).map_err(invalid)?;
+                    fingerprint = crate::key::fingerprint_digest(KeyInput::Json(json))
+                        .map_err(invalid)?
+                        .map(|p| p.hex_shared());
                     (key, Phase::Claiming)
                 } else {
                     // Key and fingerprint from one parse of the input.
-                    let (key, print) = crate::key::derive_key_and_fingerprint(
-                        &scope,
-                        input,
-                        &policy.key_arguments,
-                    )
-                    .map_err(invalid)?;
-                    fingerprint = print;
+                    let (key, print) =
+                        crate::key::derive_key_and_print(&scope, input, &policy.key_arguments)
+                            .map_err(invalid)?;
+                    fingerprint = print.map(|p| p.hex_shared());
                     (key, Phase::Claiming)
                 };
                 (Some(key), None, phase)
@@ -837,7 +841,7 @@ impl Executor {
         let tenant = context
             .tenant
             .as_deref()
-            .map(|t| crate::key::nfc(t).into_owned());
+            .map(|t| Arc::<str>::from(crate::key::nfc(t)));
         #[cfg(feature = "tracing")]
         let span = call_span(tool, tenant.as_deref(), key.as_ref(), uuid.as_deref());
         Ok(Attempt {
@@ -1027,7 +1031,7 @@ impl Executor {
                     return Err(Error::Indeterminate {
                         tool: tool.name().to_owned(),
                         key: key.hex(),
-                        tenant: attempt.tenant.clone(),
+                        tenant: attempt.tenant_owned(),
                         held: None,
                     });
                 }
@@ -1087,11 +1091,11 @@ impl Executor {
     ) -> Result<(), Error> {
         let checked = checks_payload(attempt.tool().policy());
         match (&attempt.fingerprint, &record.fingerprint) {
-            (Some(ours), Some(theirs)) if checked && ours != theirs => {
+            (Some(ours), Some(theirs)) if checked && **ours != **theirs => {
                 Err(Error::PayloadMismatch {
                     tool: attempt.tool().name().to_owned(),
                     key: record.key.clone(),
-                    tenant: attempt.tenant.clone(),
+                    tenant: attempt.tenant_owned(),
                 })
             }
             _ => Ok(()),
@@ -1113,7 +1117,7 @@ impl Executor {
             return Err(Error::Indeterminate {
                 tool: tool.to_owned(),
                 key: record.key,
-                tenant: attempt.tenant.clone(),
+                tenant: attempt.tenant_owned(),
                 held: Some(Box::new(failure)),
             });
         }
@@ -1342,7 +1346,7 @@ impl Executor {
                     _ => Answer::Error(Error::UpstreamPayloadMismatch {
                         tool: attempt.tool().name().to_owned(),
                         key: attempt.key_text().unwrap_or_default(),
-                        tenant: attempt.tenant.clone(),
+                        tenant: attempt.tenant_owned(),
                         status,
                     }),
                 };
@@ -1437,7 +1441,7 @@ impl Executor {
                 Answer::Error(Error::Indeterminate {
                     tool: attempt.tool().name().to_owned(),
                     key: attempt.key_text().unwrap_or_default(),
-                    tenant: attempt.tenant.clone(),
+                    tenant: attempt.tenant_owned(),
                     held: Some(Box::new(failure.clone())),
                 })
             } else if let Some(pause) = (retryable && may_retry)
@@ -1810,7 +1814,7 @@ struct Settler {
     store: Arc<dyn Store>,
     events: Arc<Events>,
     tool: String,
-    tenant: Option<String>,
+    tenant: Option<Arc<str>>,
     key: Key,
     token: Token,
     lease_until: Instant,
@@ -1998,14 +2002,14 @@ struct ClaimTicket {
     store: Arc<dyn Store>,
     events: Arc<Events>,
     tool: Tool,
-    tenant: Option<String>,
+    tenant: Option<Arc<str>>,
     key: Key,
     token: Token,
     lease_ms: u64,
     ttl_ms: u64,
     retry_failure: bool,
     payload_checked: bool,
-    fingerprint: Option<String>,
+    fingerprint: Option<Arc<str>>,
     /// When the lease ends at the latest, if the clock was read before claiming.
     lease_until: Option<Instant>,
 }

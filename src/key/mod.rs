@@ -356,7 +356,17 @@ impl Key {
     pub fn hex(&self) -> String {
         let mut out = [0u8; 64];
         self.write_hex(&mut out);
-        out.iter().map(|&b| b as char).collect()
+        // ASCII: one copy, where collecting chars encoded each one.
+        std::str::from_utf8(&out)
+            .expect("hex digits are ASCII")
+            .to_owned()
+    }
+
+    /// The 64 lowercase hex characters, shared: one allocation, and clones that copy nothing.
+    pub(crate) fn hex_shared(&self) -> std::sync::Arc<str> {
+        let mut out = [0u8; 64];
+        self.write_hex(&mut out);
+        std::sync::Arc::from(std::str::from_utf8(&out).expect("hex digits are ASCII"))
     }
 
     /// Writes the 64 lowercase hex characters (ASCII) without allocating.
@@ -455,11 +465,16 @@ pub fn canonical_input(input: KeyInput<'_>) -> Result<Option<String>, KeyError> 
 /// a record keeps the fingerprint, not the arguments. `None` for [`KeyInput::Explicit`], which
 /// carries no payload; an `EXPLICIT` call gives one with [`KeyInput::ExplicitWithPayload`].
 pub fn fingerprint(input: KeyInput<'_>) -> Result<Option<String>, KeyError> {
+    Ok(fingerprint_digest(input)?.map(|p| p.hex()))
+}
+
+/// [`fingerprint`] as its digest.
+pub(crate) fn fingerprint_digest(input: KeyInput<'_>) -> Result<Option<Key>, KeyError> {
     let mut sink = HashSink::new();
     if !write_input(input, &mut sink)? {
         return Ok(None);
     }
-    Ok(Some(Key(sink.finish()).hex()))
+    Ok(Some(Key(sink.finish())))
 }
 
 /// The key and the payload fingerprint of a call that keys on its input, as [`derive_key`] and
@@ -471,6 +486,16 @@ pub fn derive_key_and_fingerprint(
     input: KeyInput<'_>,
     key_arguments: &[String],
 ) -> Result<(Key, Option<String>), KeyError> {
+    let (key, print) = derive_key_and_print(scope, input, key_arguments)?;
+    Ok((key, print.map(|p| p.hex())))
+}
+
+/// [`derive_key_and_fingerprint`] with the fingerprint as its digest.
+pub(crate) fn derive_key_and_print(
+    scope: &KeyScope<'_>,
+    input: KeyInput<'_>,
+    key_arguments: &[String],
+) -> Result<(Key, Option<Key>), KeyError> {
     let keyed_on_whole_input = key_arguments.is_empty()
         && matches!(
             input,
@@ -479,7 +504,7 @@ pub fn derive_key_and_fingerprint(
     if !keyed_on_whole_input {
         return Ok((
             derive_key(scope, input, key_arguments)?,
-            fingerprint(input)?,
+            fingerprint_digest(input)?,
         ));
     }
     let (mut material, mut data) = (HashSink::new(), HashSink::new());
@@ -489,7 +514,7 @@ pub fn derive_key_and_fingerprint(
         teeing: false,
     };
     write_material(scope, input, &[], &mut tee)?;
-    Ok((Key(material.finish()), Some(Key(data.finish()).hex())))
+    Ok((Key(material.finish()), Some(Key(data.finish()))))
 }
 
 /// Writes the canonical JSON of the whole input; `false` (nothing written) for an explicit key.
