@@ -118,16 +118,20 @@ class JdbcOlderTableTest {
                 .collect(Collectors.toList());
     }
 
+    /** The orders tool on {@code store}, under a tenant of its own. */
+    private static ToolDispatcher dispatcher(Orders orders, PostgresIdempotencyStore store) {
+        return ToolDispatcher.builder()
+                .tools(orders)
+                .store(store)
+                .tenant("older-" + UUID.randomUUID())
+                .build();
+    }
+
     @Test
     void the_jdbc_store_keeps_working_without_fingerprints_and_warns_once() throws Exception {
         Orders orders = new Orders();
         try (PostgresIdempotencyStore store = new PostgresIdempotencyStore(dataSource, table)) {
-            ToolDispatcher calls =
-                    ToolDispatcher.builder()
-                            .tools(orders)
-                            .store(store)
-                            .tenant("older-" + UUID.randomUUID())
-                            .build();
+            ToolDispatcher calls = dispatcher(orders, store);
             String order = "O-" + UUID.randomUUID();
             assertEquals(5, calls.call("older_table_charge", Map.of("order", order, "amount", 5)));
             assertEquals(5, calls.call("older_table_charge", Map.of("order", order, "amount", 5)));
@@ -190,12 +194,7 @@ class JdbcOlderTableTest {
         execute(Files.readString(fingerprint).replace("idemkit_records", table));
         Orders orders = new Orders();
         try (PostgresIdempotencyStore store = new PostgresIdempotencyStore(dataSource, table)) {
-            ToolDispatcher calls =
-                    ToolDispatcher.builder()
-                            .tools(orders)
-                            .store(store)
-                            .tenant("no-function-" + UUID.randomUUID())
-                            .build();
+            ToolDispatcher calls = dispatcher(orders, store);
             String order = "F-" + UUID.randomUUID();
             assertEquals(3, calls.call("older_table_charge", Map.of("order", order, "amount", 3)));
             assertEquals(3, calls.call("older_table_charge", Map.of("order", order, "amount", 3)));
