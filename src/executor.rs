@@ -1091,7 +1091,7 @@ impl Executor {
     ) -> Result<(), Error> {
         let checked = checks_payload(attempt.tool().policy());
         match (&attempt.fingerprint, &record.fingerprint) {
-            (Some(ours), Some(theirs)) if checked && **ours != **theirs => {
+            (Some(ours), Some(theirs)) if checked && ours.as_ref() != theirs.as_str() => {
                 Err(Error::PayloadMismatch {
                     tool: attempt.tool().name().to_owned(),
                     key: record.key.clone(),

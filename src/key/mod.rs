@@ -354,19 +354,19 @@ impl Key {
 
     /// The 64 lowercase hex characters.
     pub fn hex(&self) -> String {
-        let mut out = [0u8; 64];
-        self.write_hex(&mut out);
-        // ASCII: one copy, where collecting chars encoded each one.
-        std::str::from_utf8(&out)
-            .expect("hex digits are ASCII")
-            .to_owned()
+        self.with_hex(str::to_owned)
     }
 
     /// The 64 lowercase hex characters, shared: one allocation, and clones that copy nothing.
     pub(crate) fn hex_shared(&self) -> std::sync::Arc<str> {
+        self.with_hex(|hex| std::sync::Arc::from(hex))
+    }
+
+    /// `f` of the 64 hex characters, written on the stack (one copy, if `f` makes one).
+    fn with_hex<R>(&self, f: impl FnOnce(&str) -> R) -> R {
         let mut out = [0u8; 64];
         self.write_hex(&mut out);
-        std::sync::Arc::from(std::str::from_utf8(&out).expect("hex digits are ASCII"))
+        f(std::str::from_utf8(&out).expect("hex digits are ASCII"))
     }
 
     /// Writes the 64 lowercase hex characters (ASCII) without allocating.

@@ -19,11 +19,12 @@
 //! statement.
 //!
 //! **The claim function** (`sql/postgres/006_idemkit_records_claim_function.sql`,
-//! `{table}_claim`) wraps that statement: it first reads the live record the claim would not
-//! take over with one indexed `SELECT` and answers it; only when there is none does it run the
-//! statement. A repeat then costs the server a lookup instead of setting up the `INSERT`. On a
-//! table without the function the store sends the statement itself (warning once per
-//! connection); the answers are the same.
+//! `{table}_claim`) answers as that statement does, in one round trip: it first reads the live
+//! record the claim would not take over with one indexed `SELECT` and answers it; only when
+//! there is none does it run the statement's `INSERT ... ON CONFLICT` (the same text), and then,
+//! if a concurrent claimer's row won, reads that row. A repeat then costs the server a lookup
+//! instead of setting up the `INSERT`. On a table without the function the store sends the
+//! statement itself (warning once per connection); the answers are the same.
 //!
 //! **Connections**: a few connections used round-robin (tokio-postgres pipelines the statements
 //! of concurrent callers on each), with every statement prepared once per connection, so a call

@@ -180,9 +180,9 @@ pub fn statements(table: &str) -> Result<Vec<(&'static str, String)>, StoreError
 }
 
 /// The claim statement for a table without the claim function of [`CLAIM_FUNCTION_FILE`]
-/// (migrations 001 to 005), with the parameters of the `claim` of [`statements`]: what the
-/// function runs when the key is free, sent as it is. The native store falls back to it when the
-/// function is missing, and so does the Java face's JDBC store.
+/// (migrations 001 to 005), with the parameters and the row of the `claim` of [`statements`]: it
+/// answers as the function does (its write is the same text). The native store falls back to it
+/// when the function is missing, and so does the Java face's JDBC store.
 pub fn claim_statement(table: &str) -> Result<String, StoreError> {
     validate_table_name(table)?;
     Ok(Sql::without_claim_function(table).claim)
@@ -362,7 +362,8 @@ impl Sql {
     }
 
     /// The statements for a table without the claim function of [`CLAIM_FUNCTION_FILE`]
-    /// (migrations 001 to 005): the claim is the statement the function runs.
+    /// (migrations 001 to 005): the claim is the claim statement, which answers as the function
+    /// does.
     pub(super) fn without_claim_function(table: &str) -> Sql {
         Sql::build(table, true)
     }

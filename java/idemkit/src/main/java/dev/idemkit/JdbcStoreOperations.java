@@ -71,8 +71,8 @@ final class JdbcStoreOperations implements StoreOperations {
     private final String claimFunctionFile;
 
     /**
-     * The claim statement for a table without the claim function of {@link #claimFunctionFile} (the
-     * function runs this very statement when the key is free).
+     * The claim statement for a table without the claim function of {@link #claimFunctionFile}: it
+     * answers as the function does (the core's {@code claim_statement}).
      */
     private final Sql claimStatement;
 
@@ -163,7 +163,7 @@ final class JdbcStoreOperations implements StoreOperations {
         if ("42883".equals(e.getSQLState())
                 && e.getMessage() != null
                 && e.getMessage().contains("_claim(")) {
-            // A table made before the claim function: claims send the statement it runs, which
+            // A table made before the claim function: claims send the claim statement, which
             // answers the same (warned once it worked: a missing table has no function either).
             if (claimFunction) {
                 claimFunction = false;
