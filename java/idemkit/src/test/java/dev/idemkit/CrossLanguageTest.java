@@ -330,100 +330,108 @@ class CrossLanguageTest {
                 .createTableIfMissing();
     }
 
+    private static String redisUrl() {
+        return Services.url("IDEMKIT_REDIS_URL", "cross-language Redis");
+    }
+
+    private static String clusterUrl() {
+        return Services.url("IDEMKIT_REDIS_CLUSTER_URL", "cross-language Redis Cluster");
+    }
+
+    private static String postgresUrl() {
+        return Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL");
+    }
+
     @Test
     void java_on_jedis_and_rust_share_one_redis() throws Exception {
-        bothWays(Services.url("IDEMKIT_REDIS_URL", "cross-language Redis"), jedisStore());
+        bothWays(redisUrl(), jedisStore());
     }
 
     @Test
     void java_on_jdbc_and_rust_share_one_postgresql() throws Exception {
-        bothWays(Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL"), jdbcStore());
+        bothWays(postgresUrl(), jdbcStore());
     }
 
     @Test
     void java_on_jedis_and_rust_race_on_one_redis() throws Exception {
-        race(Services.url("IDEMKIT_REDIS_URL", "cross-language Redis"), jedisStore());
+        race(redisUrl(), jedisStore());
     }
 
     @Test
     void java_on_jdbc_and_rust_race_on_one_postgresql() throws Exception {
-        race(Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL"), jdbcStore());
+        race(postgresUrl(), jdbcStore());
     }
 
     @Test
     void java_and_rust_race_on_one_redis() throws Exception {
-        String url = Services.url("IDEMKIT_REDIS_URL", "cross-language Redis");
+        String url = redisUrl();
         race(url, new RedisIdempotencyStore(url));
     }
 
     @Test
     void java_and_rust_race_on_one_postgresql() throws Exception {
-        String url = Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL");
+        String url = postgresUrl();
         race(url, new PostgresIdempotencyStore(url).createTableIfMissing());
     }
 
     @Test
     void held_failures_are_indeterminate_across_languages_on_jedis_and_jdbc() throws Exception {
-        heldFailuresBothWays(
-                Services.url("IDEMKIT_REDIS_URL", "cross-language Redis"), jedisStore());
-        heldFailuresBothWays(
-                Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL"), jdbcStore());
+        heldFailuresBothWays(redisUrl(), jedisStore());
+        heldFailuresBothWays(postgresUrl(), jdbcStore());
     }
 
     @Test
     void explicit_payloads_are_checked_across_languages_on_jedis_and_jdbc() throws Exception {
-        payloadsAcrossLanguages(
-                Services.url("IDEMKIT_REDIS_URL", "cross-language Redis"), jedisStore());
-        payloadsAcrossLanguages(
-                Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL"), jdbcStore());
+        payloadsAcrossLanguages(redisUrl(), jedisStore());
+        payloadsAcrossLanguages(postgresUrl(), jdbcStore());
     }
 
     @Test
     void explicit_payloads_are_checked_across_languages_on_redis() throws Exception {
-        String url = Services.url("IDEMKIT_REDIS_URL", "cross-language Redis");
+        String url = redisUrl();
         payloadsAcrossLanguages(url, new RedisIdempotencyStore(url));
     }
 
     @Test
     void explicit_payloads_are_checked_across_languages_on_postgresql() throws Exception {
-        String url = Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL");
+        String url = postgresUrl();
         payloadsAcrossLanguages(url, new PostgresIdempotencyStore(url).createTableIfMissing());
     }
 
     @Test
     void held_failures_are_indeterminate_across_languages_on_redis() throws Exception {
-        String url = Services.url("IDEMKIT_REDIS_URL", "cross-language Redis");
+        String url = redisUrl();
         heldFailuresBothWays(url, new RedisIdempotencyStore(url));
     }
 
     @Test
     void held_failures_are_indeterminate_across_languages_on_postgresql() throws Exception {
-        String url = Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL");
+        String url = postgresUrl();
         heldFailuresBothWays(url, new PostgresIdempotencyStore(url).createTableIfMissing());
     }
 
     @Test
     void java_and_rust_share_one_redis() throws Exception {
-        String url = Services.url("IDEMKIT_REDIS_URL", "cross-language Redis");
+        String url = redisUrl();
         bothWays(url, new RedisIdempotencyStore(url));
     }
 
     @Test
     void java_and_rust_share_one_redis_cluster() throws Exception {
-        String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "cross-language Redis Cluster");
+        String url = clusterUrl();
         bothWays(url, new RedisIdempotencyStore(url));
     }
 
     @Test
     void java_and_rust_race_on_one_redis_cluster() throws Exception {
-        String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "cross-language Redis Cluster");
+        String url = clusterUrl();
         race(url, new RedisIdempotencyStore(url));
     }
 
     @Test
     void java_on_a_jedis_cluster_client_and_rust_share_and_race_on_one_redis_cluster()
             throws Exception {
-        String url = Services.url("IDEMKIT_REDIS_CLUSTER_URL", "cross-language Redis Cluster");
+        String url = clusterUrl();
         try (redis.clients.jedis.RedisClusterClient client =
                 redis.clients.jedis.RedisClusterClient.create(JavaClients.clusterNodes(url))) {
             // Each check closes its store; the application's client stays open for the next.
@@ -434,7 +442,7 @@ class CrossLanguageTest {
 
     @Test
     void java_and_rust_share_one_postgresql() throws Exception {
-        String url = Services.url("IDEMKIT_POSTGRES_URL", "cross-language PostgreSQL");
+        String url = postgresUrl();
         bothWays(url, new PostgresIdempotencyStore(url).createTableIfMissing());
     }
 }
