@@ -158,9 +158,10 @@ pub enum Error {
     },
     /// The key's outcome is unknown: its claim was abandoned (its lease ended without an
     /// outcome), or an `EFFECTFUL` body failed and its failure is held (SPEC v1.1 rule 7). The
-    /// effect may or may not have happened. Kind [`ErrorKind::Indeterminate`]; nothing ran. An
-    /// operator resolves the record (`idemkit resolve`), or it expires.
-    #[error("`{tool}` has an indeterminate outcome under key {key}: {}, so the effect may or may not have happened; nothing was run. Release or resolve this one key in-process (Rust `idemkit::store::settle_key`, Java `IdempotencyStore.releaseKey`/`resolveKey`, C `idemkit_store_release_key`/`idemkit_store_resolve_key`), with the CLI (idemkit resolve --key {key}{}) or wait for it to expire", indeterminate_cause(.held.as_deref()), tenant_flag(.tenant.as_deref()))]
+    /// effect may or may not have happened. Kind [`ErrorKind::Indeterminate`]. `ran` says whose
+    /// body it was: this call's (it ran and failed just now) or an earlier call's (nothing ran
+    /// now). An operator resolves the record (`idemkit resolve`), or it expires.
+    #[error("`{tool}` has an indeterminate outcome under key {key}: {}, so the effect may or may not have happened; {}. Release or resolve this one key in-process (Rust `idemkit::store::settle_key`, Java `IdempotencyStore.releaseKey`/`resolveKey`, C `idemkit_store_release_key`/`idemkit_store_resolve_key`), with the CLI (idemkit resolve --key {key}{}) or wait for it to expire", indeterminate_cause(.held.as_deref(), *.ran), if *.ran { "do not retry it before checking its effect" } else { "nothing was run" }, tenant_flag(.tenant.as_deref()))]
     Indeterminate {
         /// The tool.
         tool: String,
@@ -171,6 +172,10 @@ pub enum Error {
         /// For an `EFFECTFUL` tool whose body failed: the failure that was held (SPEC v1.1
         /// rule 7). `None`: a claim whose lease ended without an outcome.
         held: Option<Box<crate::record::Failure>>,
+        /// `true`: this call ran the body and its failure is the one held; `false`: this call
+        /// met a record an earlier call left (held or abandoned) and ran nothing. Faces tell a
+        /// caller what happened to its own call from it.
+        ran: bool,
     },
     /// The store could not be reached or answered an error during a tool's call. Kind
     /// [`ErrorKind::StoreUnavailable`]; the body did not run. The driver's error, when there
@@ -267,12 +272,18 @@ fn tenant_note(tenant: Option<&str>) -> String {
 }
 
 /// Why an outcome is indeterminate, for [`Error::Indeterminate`]'s message.
-fn indeterminate_cause(held: Option<&crate::record::Failure>) -> String {
+fn indeterminate_cause(held: Option<&crate::record::Failure>, ran: bool) -> String {
     match held {
         None => "a call claimed it and its lease ended without an outcome".to_owned(),
         Some(f) => format!(
-            "its body failed with {}: {} and the tool is EFFECTFUL, so the failure is held",
-            f.error_type, f.message
+            "{} body failed with {}: {} and the tool is EFFECTFUL, so the failure is held",
+            if ran {
+                "this call's"
+            } else {
+                "an earlier call's"
+            },
+            f.error_type,
+            f.message
         ),
     }
 }

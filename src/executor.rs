@@ -1033,6 +1033,7 @@ impl Executor {
                         key: key.hex(),
                         tenant: attempt.tenant_owned(),
                         held: None,
+                        ran: false,
                     });
                 }
                 Claim::InProgress(record) => {
@@ -1119,6 +1120,7 @@ impl Executor {
                 key: record.key,
                 tenant: attempt.tenant_owned(),
                 held: Some(Box::new(failure)),
+                ran: false,
             });
         }
         if behavior == RetryBehavior::FailFast {
@@ -1443,6 +1445,7 @@ impl Executor {
                     key: attempt.key_text().unwrap_or_default(),
                     tenant: attempt.tenant_owned(),
                     held: Some(Box::new(failure.clone())),
+                    ran: true,
                 })
             } else if let Some(pause) = (retryable && may_retry)
                 .then(|| self.retry_pause(attempt, types, settlement, &recording))

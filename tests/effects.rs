@@ -190,6 +190,13 @@ async fn an_effectful_failure_is_held_and_every_repeat_gets_the_indeterminate_er
             for part in [name.as_str(), key.as_str(), "PaymentTimeout", "EFFECTFUL"] {
                 assert!(text.contains(part), "{text:?} names {part}");
             }
+            // The error tells this caller its own body ran, not that an earlier call's did.
+            assert!(
+                matches!(error, idemkit::Error::Indeterminate { ran: true, .. }),
+                "{error:?}"
+            );
+            assert!(text.contains("this call's body failed"), "{text}");
+            assert!(!text.contains("nothing was run"), "{text}");
         }
         other => panic!("expected the held indeterminate error, got {other:?}"),
     }
@@ -224,6 +231,16 @@ async fn an_effectful_failure_is_held_and_every_repeat_gets_the_indeterminate_er
             "{behavior:?}: {error}"
         );
         assert!(error.to_string().contains("PaymentTimeout"), "{error}");
+        // A repeat met the record an earlier call left: it ran nothing and says so.
+        assert!(
+            matches!(error, idemkit::Error::Indeterminate { ran: false, .. }),
+            "{error:?}"
+        );
+        assert!(
+            error.to_string().contains("an earlier call's body failed"),
+            "{error}"
+        );
+        assert!(error.to_string().contains("nothing was run"), "{error}");
     }
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the body ran once");
 }
