@@ -174,13 +174,15 @@ fn factory(env: &mut Env<'_>) -> jni::errors::Result<&'static ErrorFactory> {
     let create = env.get_static_method_id(
         &class,
         jni_str!("create"),
-        jni_sig!("(ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)Ljava/lang/RuntimeException;"),
+        jni_sig!("(ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;Z)Ljava/lang/RuntimeException;"),
     )?;
     let class = env.new_global_ref(&class)?;
     Ok(FACTORY.get_or_init(|| ErrorFactory { class, create }))
 }
 
 /// Builds the Java exception for `code` through the one Java-side mapping, and throws it.
+/// `ran`: this call ran the body (the core's answer for a held failure).
+#[allow(clippy::too_many_arguments)]
 fn throw_coded(
     env: &mut Env<'_>,
     code: jint,
@@ -189,6 +191,7 @@ fn throw_coded(
     key: Option<&str>,
     error_type: Option<&str>,
     error_message: Option<&str>,
+    ran: bool,
 ) -> jni::errors::Result<()> {
     let factory = factory(env)?;
     let message = JString::from_str(env, message)?;
@@ -209,6 +212,7 @@ fn throw_coded(
         JValue::Object(&key).as_jni(),
         JValue::Object(&error_type).as_jni(),
         JValue::Object(&error_message).as_jni(),
+        JValue::Bool(ran).as_jni(),
     ];
     // SAFETY: the method ID was looked up on this class with exactly this signature.
     let created = unsafe {
@@ -260,10 +264,11 @@ fn throw_idemkit(
         error.key().or(call_key),
         error_type,
         error_message,
+        matches!(error, E::Indeterminate { ran: true, .. }),
     )
 }
 
 fn throw_internal(env: &mut Env<'_>, message: &str) -> jni::errors::Result<()> {
     let code = idemkit::ErrorKind::Internal.code();
-    throw_coded(env, code, message, None, None, None, None)
+    throw_coded(env, code, message, None, None, None, None, false)
 }

@@ -93,6 +93,7 @@ fn provoke_kind(code: jint) -> Result<()> {
             key,
             tenant: None,
             held: None,
+            ran: false,
         },
         K::StoreUnavailable => Error::StoreUnavailable {
             tool,

@@ -114,6 +114,12 @@ public class IdempotencyException extends RuntimeException {
                         + why
                         + "; it was not run again";
             case INDETERMINATE:
+                if (this instanceof IndeterminateOutcomeException
+                        && ((IndeterminateOutcomeException) this).ranBody()) {
+                    return t
+                            + " ran and failed, so its outcome is unknown: it may or may not have"
+                            + " taken effect (do not call it again before checking its effect)";
+                }
                 return "an identical earlier "
                         + t
                         + " call was interrupted and may or may not have taken effect; it was not"

@@ -13,7 +13,8 @@ final class NativeErrors {
             String tool,
             String key,
             String errorType,
-            String errorMessage) {
+            String errorMessage,
+            boolean ranBody) {
         switch (ErrorKind.fromCode(code)) {
             case INVALID_KEY:
                 return new InvalidKeyException(message, tool, key);
@@ -26,7 +27,7 @@ final class NativeErrors {
             case IN_PROGRESS:
                 return new InProgressException(message, tool, key);
             case INDETERMINATE:
-                return new IndeterminateOutcomeException(message, tool, key);
+                return new IndeterminateOutcomeException(message, tool, key, ranBody);
             case STORE_UNAVAILABLE:
                 return new StoreUnavailableException(message, tool, key);
             case OUTCOME_TOO_LARGE:

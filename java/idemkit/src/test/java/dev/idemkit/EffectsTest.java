@@ -1,6 +1,7 @@
 package dev.idemkit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -138,6 +139,14 @@ class EffectsTest {
                             () -> dispatcher.call("charge", input));
             assertEquals(held.key(), repeat.key());
             assertEquals(1, tools.runs.get(), "a repeat of a held failure does not run");
+            // The core tells the call that ran from the repeat, and so does the model's text.
+            assertTrue(held.ranBody(), "this call ran the body");
+            assertFalse(repeat.ranBody(), "the repeat ran nothing");
+            assertTrue(
+                    held.modelMessage().startsWith("charge ran and failed"), held.modelMessage());
+            assertTrue(
+                    repeat.modelMessage().startsWith("an identical earlier charge call"),
+                    repeat.modelMessage());
         }
     }
 
