@@ -52,4 +52,17 @@ public class InvalidToolInputException extends IllegalArgumentException {
     public String argument() {
         return argument;
     }
+
+    /**
+     * The text for a model whose call did not bind (agent framework adapters send it as the tool's
+     * error result, so the model can correct the call): what is wrong, naming the tool and the
+     * argument, that nothing ran, and the fix.
+     *
+     * @return the message, and that the call may be sent again with corrected arguments
+     */
+    public String modelMessage() {
+        return getMessage()
+                + "; it was not run (call it again with the arguments its schema lists, of the"
+                + " types it gives)";
+    }
 }

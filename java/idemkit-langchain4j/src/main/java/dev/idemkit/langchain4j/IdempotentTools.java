@@ -9,6 +9,7 @@ import dev.idemkit.IdempotencyStore;
 import dev.idemkit.IdempotentOperation;
 import dev.idemkit.InMemoryIdempotencyStore;
 import dev.idemkit.InvalidToolInputException;
+import dev.idemkit.ModelErrorListener;
 import dev.idemkit.ToolMethod;
 import dev.langchain4j.agent.tool.P;
 import dev.langchain4j.agent.tool.Tool;
@@ -16,12 +17,14 @@ import dev.langchain4j.agent.tool.ToolExecutionRequest;
 import dev.langchain4j.agent.tool.ToolMemoryId;
 import dev.langchain4j.agent.tool.ToolSpecification;
 import dev.langchain4j.agent.tool.ToolSpecifications;
-import dev.langchain4j.exception.ToolArgumentsException;
 import dev.langchain4j.exception.ToolExecutionException;
 import dev.langchain4j.invocation.InvocationContext;
 import dev.langchain4j.invocation.InvocationParameters;
 import dev.langchain4j.invocation.LangChain4jManaged;
+import dev.langchain4j.model.chat.request.json.JsonAnyOfSchema;
+import dev.langchain4j.model.chat.request.json.JsonArraySchema;
 import dev.langchain4j.model.chat.request.json.JsonObjectSchema;
+import dev.langchain4j.model.chat.request.json.JsonReferenceSchema;
 import dev.langchain4j.model.chat.request.json.JsonSchemaElement;
 import dev.langchain4j.service.tool.AiServiceTool;
 import dev.langchain4j.service.tool.DefaultToolExecutor;
@@ -31,9 +34,12 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.Parameter;
 import java.lang.reflect.UndeclaredThrowableException;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Collections;
+import java.util.Deque;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -67,10 +73,12 @@ import java.util.function.Function;
  * tool, a {@code String} as it is, anything else as JSON), a repeat's remembered result the same
  * way, and an idemkit refusal as the tool error text LangChain4j sends for a failed tool: {@link
  * IdempotencyException#modelMessage()}, short and without the key, thrown as {@link
- * IdempotentToolException}. Arguments that do not bind throw LangChain4j's {@link
- * ToolArgumentsException} with idemkit's {@link InvalidToolInputException} (nothing ran), and a
- * tool's own exception is LangChain4j's {@link ToolExecutionException} with it as the cause, as
- * LangChain4j's own executor throws them.
+ * IdempotentToolException}. Arguments that do not bind (a member the tool has no parameter for,
+ * {@code 12.5} for a {@code long}) are the tool's error text too, naming the tool, the argument and
+ * the fix, so the model can correct its call and the turn goes on (nothing ran); a tool's own
+ * exception is LangChain4j's {@link ToolExecutionException} with it as the cause, as LangChain4j's
+ * own executor throws them. {@link Builder#modelErrorListener} tells the application of each error
+ * handed over as text.
  *
  * <p>Thread-safe; {@link #close()} frees the native tools (and the store the builder created).
  */
@@ -158,6 +166,7 @@ public final class IdempotentTools implements AutoCloseable {
     public static final class Builder {
         private final List<Object> objects = new ArrayList<>();
         private final List<IdempotencyListener> listeners = new ArrayList<>();
+        private final List<ModelErrorListener> modelErrorListeners = new ArrayList<>();
         private IdempotencyStore store;
         private Function<InvocationContext, String> tenant = context -> null;
         private Function<InvocationContext, String> run = MEMORY_ID;
@@ -250,6 +259,19 @@ public final class IdempotentTools implements AutoCloseable {
         }
 
         /**
+         * Calls {@code listener} each time an idempotent tool hands LangChain4j idemkit's error (a
+         * refusal, a held outcome, arguments that do not bind) as the tool's error text, which
+         * LangChain4j's default error handler sends to the model instead of throwing.
+         *
+         * @param listener the listener
+         * @return this builder
+         */
+        public Builder modelErrorListener(ModelErrorListener listener) {
+            modelErrorListeners.add(Objects.requireNonNull(listener, "listener"));
+            return this;
+        }
+
+        /**
          * Reads the objects' tools and validates each idempotent one's policy in the core.
          *
          * @return the tools, open until {@link IdempotentTools#close()}
@@ -325,7 +347,15 @@ public final class IdempotentTools implements AutoCloseable {
                 }
                 IdempotentOperation<Object> operation = builder.build();
                 operations.add(operation);
-                executor = new Executor(operation, toolMethod.isVoid(), tenant, run, m);
+                executor =
+                        new Executor(
+                                operation,
+                                name,
+                                toolMethod.isVoid(),
+                                tenant,
+                                run,
+                                m,
+                                List.copyOf(modelErrorListeners));
             } else {
                 executor =
                         DefaultToolExecutor.builder()
@@ -410,9 +440,56 @@ public final class IdempotentTools implements AutoCloseable {
                                     .addProperties(properties)
                                     .required(required)
                                     .additionalProperties(parameters.additionalProperties())
-                                    .definitions(parameters.definitions())
+                                    .definitions(
+                                            referenced(
+                                                    properties.values(), parameters.definitions()))
                                     .build();
             return spec.toBuilder().parameters(kept).build();
+        }
+
+        /**
+         * The definitions that the kept properties refer to (through {@code $ref}, transitively):
+         * an IdempotencyContext's own schema is left out with its parameter.
+         */
+        private static Map<String, JsonSchemaElement> referenced(
+                Collection<JsonSchemaElement> kept, Map<String, JsonSchemaElement> definitions) {
+            if (definitions == null || definitions.isEmpty()) {
+                return definitions;
+            }
+            Map<String, JsonSchemaElement> used = new LinkedHashMap<>();
+            Deque<JsonSchemaElement> pending = new ArrayDeque<>(kept);
+            while (!pending.isEmpty()) {
+                JsonSchemaElement e = pending.pop();
+                if (e instanceof JsonReferenceSchema) {
+                    String ref = ((JsonReferenceSchema) e).reference();
+                    JsonSchemaElement target = definitions.get(ref);
+                    if (target != null && used.put(ref, target) == null) {
+                        pending.push(target);
+                    }
+                } else if (e instanceof JsonObjectSchema) {
+                    JsonObjectSchema o = (JsonObjectSchema) e;
+                    if (o.properties() != null) {
+                        pending.addAll(o.properties().values());
+                    }
+                    if (o.definitions() != null) {
+                        pending.addAll(o.definitions().values());
+                    }
+                } else if (e instanceof JsonArraySchema) {
+                    JsonSchemaElement items = ((JsonArraySchema) e).items();
+                    if (items != null) {
+                        pending.push(items);
+                    }
+                } else if (e instanceof JsonAnyOfSchema) {
+                    pending.addAll(((JsonAnyOfSchema) e).anyOf());
+                }
+            }
+            Map<String, JsonSchemaElement> ordered = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonSchemaElement> d : definitions.entrySet()) {
+                if (used.containsKey(d.getKey())) {
+                    ordered.put(d.getKey(), d.getValue());
+                }
+            }
+            return ordered.isEmpty() ? null : ordered;
         }
 
         /**
@@ -443,23 +520,31 @@ public final class IdempotentTools implements AutoCloseable {
 
     /** Runs an idempotent tool for LangChain4j: binds, deduplicates, writes the result as text. */
     private static final class Executor implements ToolExecutor {
+        private static final System.Logger LOG = System.getLogger(IdempotentTools.class.getName());
+
         private final IdempotentOperation<Object> operation;
+        private final String name;
         private final boolean isVoid;
         private final Function<InvocationContext, String> tenant;
         private final Function<InvocationContext, String> run;
         private final ObjectMapper mapper;
+        private final List<ModelErrorListener> modelErrorListeners;
 
         Executor(
                 IdempotentOperation<Object> operation,
+                String name,
                 boolean isVoid,
                 Function<InvocationContext, String> tenant,
                 Function<InvocationContext, String> run,
-                ObjectMapper mapper) {
+                ObjectMapper mapper,
+                List<ModelErrorListener> modelErrorListeners) {
             this.operation = operation;
+            this.name = name;
             this.isVoid = isVoid;
             this.tenant = tenant;
             this.run = run;
             this.mapper = mapper;
+            this.modelErrorListeners = modelErrorListeners;
         }
 
         @Override
@@ -480,15 +565,34 @@ public final class IdempotentTools implements AutoCloseable {
             try {
                 result = operation.call(tenant.apply(context), run.apply(context), arguments);
             } catch (InvalidToolInputException refused) {
-                throw new ToolArgumentsException(refused.getMessage(), refused);
+                // LangChain4j's default argument handler would end the turn; the model can fix it.
+                IdempotentToolException text = new IdempotentToolException(refused);
+                told(refused, text.getMessage());
+                throw text;
             } catch (IdempotencyException refused) {
-                throw new IdempotentToolException(refused);
+                IdempotentToolException text = new IdempotentToolException(refused);
+                told(refused, text.getMessage());
+                throw text;
             } catch (UndeclaredThrowableException checked) {
                 throw new ToolExecutionException(checked.getCause());
             } catch (RuntimeException failed) {
                 throw new ToolExecutionException(failed);
             }
             return ToolExecutionResult.builder().result(result).resultText(text(result)).build();
+        }
+
+        /** Tells the listeners that {@code error} goes to LangChain4j as the tool's error text. */
+        private void told(RuntimeException error, String text) {
+            for (ModelErrorListener l : modelErrorListeners) {
+                try {
+                    l.onModelError(name, error, text);
+                } catch (RuntimeException failed) {
+                    LOG.log(
+                            System.Logger.Level.WARNING,
+                            "idemkit-langchain4j: a ModelErrorListener failed on `" + name + "`",
+                            failed);
+                }
+            }
         }
 
         /** The result as LangChain4j's own executor writes it. */

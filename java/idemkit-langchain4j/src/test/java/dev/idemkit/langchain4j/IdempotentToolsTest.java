@@ -6,9 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.idemkit.Effect;
 import dev.idemkit.IdempotencyContext;
 import dev.idemkit.IdempotencyStore;
 import dev.idemkit.Idempotent;
+import dev.idemkit.IndeterminateOutcomeException;
 import dev.idemkit.InvalidToolInputException;
 import dev.idemkit.RetryBehavior;
 import dev.langchain4j.agent.tool.P;
@@ -21,7 +23,10 @@ import dev.langchain4j.service.AiServices;
 import dev.langchain4j.service.MemoryId;
 import dev.langchain4j.service.UserMessage;
 import dev.langchain4j.service.tool.AiServiceTool;
+import java.io.UncheckedIOException;
+import java.net.SocketTimeoutException;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -181,6 +186,19 @@ class IdempotentToolsTest {
             assertEquals(Set.of("flight"), book.parameters().properties().keySet());
             assertEquals(List.of("flight"), book.parameters().required());
             assertEquals(Set.of("text"), spec(tools, "note").parameters().properties().keySet());
+            // IdempotencyContext is recursive (its outer call), so LangChain4j defines it.
+            assertTrue(
+                    book.parameters().definitions() == null
+                            || book.parameters().definitions().isEmpty(),
+                    String.valueOf(book.parameters()));
+        }
+        try (IdempotentTools tools = IdempotentTools.builder().tools(new Payments()).build()) {
+            ToolSpecification charge = spec(tools, "charge_card");
+            assertEquals(Set.of("cents"), charge.parameters().properties().keySet());
+            assertTrue(
+                    charge.parameters().definitions() == null
+                            || charge.parameters().definitions().isEmpty(),
+                    String.valueOf(charge.parameters().definitions()));
         }
     }
 
@@ -224,17 +242,97 @@ class IdempotentToolsTest {
     }
 
     @Test
-    void a_lossy_number_is_refused_as_langchain4j_refuses_bad_arguments_and_nothing_runs() {
+    void a_bad_argument_is_the_tools_error_text_for_the_model_and_the_turn_goes_on() {
         Strict strict = new Strict();
-        try (IdempotentTools tools = IdempotentTools.builder().tools(strict).build()) {
-            Assistant assistant = assistant(new ScriptedModel(1), tools);
-            InvalidToolInputException refused =
-                    assertThrows(
-                            InvalidToolInputException.class,
-                            () -> assistant.chat("e", "charge {\"cents\":12.5}"));
-            assertEquals("charge", refused.tool());
+        List<String> told = Collections.synchronizedList(new ArrayList<>());
+        ScriptedModel model = new ScriptedModel(1);
+        try (IdempotentTools tools =
+                IdempotentTools.builder()
+                        .tools(strict)
+                        .modelErrorListener(
+                                (tool, error, text) ->
+                                        told.add(
+                                                tool
+                                                        + ":"
+                                                        + ((InvalidToolInputException) error)
+                                                                .argument()))
+                        .build()) {
+            Assistant assistant = assistant(model, tools);
+            // 12.5 for a long, and an argument the model made up: chat() answers, nothing runs.
+            String lossy = assistant.chat("e", "charge {\"cents\":12.5}");
+            for (String part : new String[] {"charge", "cents", "12.5", "whole number"}) {
+                assertTrue(lossy.contains(part), lossy);
+            }
+            assertTrue(lossy.contains("it was not run"), lossy);
+            String extra = assistant.chat("e", "charge {\"cents\":1250,\"currency\":\"EUR\"}");
+            for (String part : new String[] {"charge", "currency", "cents", "call it again"}) {
+                assertTrue(extra.contains(part), extra);
+            }
+            // The corrected call runs.
+            assertEquals("charged 1250", assistant.chat("e", "charge {\"cents\":1250}"));
         }
-        assertEquals(0, strict.charges.get());
+        assertEquals(1, strict.charges.get());
+        assertTrue(model.results.get(0).isError());
+        assertTrue(model.results.get(1).isError());
+        assertEquals(List.of("charge:cents", "charge:currency"), told);
+    }
+
+    /** A card charge whose provider times out after the request left. */
+    public static class Payments {
+        final AtomicInteger runs = new AtomicInteger();
+
+        @Tool(name = "charge_card")
+        @Idempotent(effect = Effect.EFFECTFUL)
+        public String chargeCard(long cents, IdempotencyContext context) {
+            runs.incrementAndGet();
+            throw new UncheckedIOException(
+                    new SocketTimeoutException("no answer from the payment provider"));
+        }
+    }
+
+    @Test
+    void the_call_that_ran_is_told_its_outcome_is_unknown_and_the_repeat_that_it_met_a_held_one() {
+        Payments payments = new Payments();
+        ScriptedModel model = new ScriptedModel(2);
+        List<IndeterminateOutcomeException> errors =
+                Collections.synchronizedList(new ArrayList<>());
+        List<String> texts = Collections.synchronizedList(new ArrayList<>());
+        try (IdempotentTools tools =
+                IdempotentTools.builder()
+                        .tools(payments)
+                        .modelErrorListener(
+                                (tool, error, text) -> {
+                                    errors.add((IndeterminateOutcomeException) error);
+                                    texts.add(tool + ": " + text);
+                                })
+                        .build()) {
+            Assistant assistant =
+                    AiServices.builder(Assistant.class)
+                            .chatModel(model)
+                            .chatMemoryProvider(id -> MessageWindowChatMemory.withMaxMessages(50))
+                            .tools(tools.aiServiceTools())
+                            .build();
+            String answer = assistant.chat("f", "charge_card {\"cents\":1250}");
+            String[] results = answer.split(" \\| ");
+            assertEquals(2, results.length, answer);
+            assertEquals(
+                    "charge_card ran and failed, so its outcome is unknown: it may or may not have"
+                            + " taken effect (do not call it again before checking its effect)",
+                    results[0]);
+            assertTrue(results[1].startsWith("an identical earlier charge_card call"), answer);
+            assertTrue(results[1].contains("it was not run again"), answer);
+            assertEquals(
+                    List.of("charge_card: " + results[0], "charge_card: " + results[1]), texts);
+        }
+        assertEquals(1, payments.runs.get(), "the body ran once");
+        assertEquals(2, errors.size());
+        assertTrue(errors.get(0).ranBody());
+        assertFalse(errors.get(1).ranBody());
+        assertTrue(errors.get(0).getCause() instanceof UncheckedIOException, "the body's error");
+        for (ToolExecutionResultMessage m : model.results) {
+            assertTrue(m.isError());
+            assertFalse(KEY_HEX.matcher(m.text()).find(), m.text());
+        }
     }
 
     public static class MemoryIdTool {
