@@ -2,8 +2,11 @@ package dev.idemkit.springai;
 
 import dev.idemkit.IdempotencyException;
 import dev.idemkit.IdempotentOperation;
+import dev.idemkit.InvalidToolInputException;
+import dev.idemkit.ModelErrorListener;
 import java.lang.reflect.Type;
 import java.lang.reflect.UndeclaredThrowableException;
+import java.util.List;
 import java.util.function.Function;
 import org.springframework.ai.chat.model.ToolContext;
 import org.springframework.ai.tool.ToolCallback;
@@ -21,10 +24,15 @@ import org.springframework.ai.tool.metadata.ToolMetadata;
  *
  * <p>Every failure is Spring AI's {@link ToolExecutionException}, as its own method callbacks throw
  * them: an idemkit refusal with an {@link IdempotentToolRefusedException} cause (short text, no
- * key), arguments that do not bind with idemkit's {@code InvalidToolInputException} (nothing ran),
- * a tool's own exception as it is.
+ * key), arguments that do not bind with an idemkit {@code InvalidToolInputException} cause whose
+ * message is its {@code modelMessage()} (nothing ran; the original is its cause), a tool's own
+ * exception as it is. Each idemkit error handed over so is told to the builder's {@code
+ * ModelErrorListener}s.
  */
 public final class IdempotentToolCallback implements ToolCallback {
+    private static final System.Logger LOG =
+            System.getLogger(IdempotentToolCallback.class.getName());
+
     private final ToolDefinition definition;
     private final ToolMetadata metadata;
     private final IdempotentOperation<Object> operation;
@@ -32,6 +40,7 @@ public final class IdempotentToolCallback implements ToolCallback {
     private final Type returnType;
     private final Function<ToolContext, String> tenant;
     private final Function<ToolContext, String> run;
+    private final List<ModelErrorListener> modelErrorListeners;
 
     IdempotentToolCallback(
             ToolDefinition definition,
@@ -40,7 +49,8 @@ public final class IdempotentToolCallback implements ToolCallback {
             ToolCallResultConverter converter,
             Type returnType,
             Function<ToolContext, String> tenant,
-            Function<ToolContext, String> run) {
+            Function<ToolContext, String> run,
+            List<ModelErrorListener> modelErrorListeners) {
         this.definition = definition;
         this.metadata = metadata;
         this.operation = operation;
@@ -48,6 +58,7 @@ public final class IdempotentToolCallback implements ToolCallback {
         this.returnType = returnType;
         this.tenant = tenant;
         this.run = run;
+        this.modelErrorListeners = modelErrorListeners;
     }
 
     @Override
@@ -72,14 +83,37 @@ public final class IdempotentToolCallback implements ToolCallback {
         try {
             result = operation.call(tenant.apply(toolContext), run.apply(toolContext), input);
         } catch (IdempotencyException refused) {
-            throw new ToolExecutionException(
-                    definition, new IdempotentToolRefusedException(refused));
+            IdempotentToolRefusedException text = new IdempotentToolRefusedException(refused);
+            told(refused, text.getMessage());
+            throw new ToolExecutionException(definition, text);
+        } catch (InvalidToolInputException invalid) {
+            InvalidToolInputException text =
+                    new InvalidToolInputException(
+                            invalid.modelMessage(), invalid.tool(), invalid.argument(), invalid);
+            told(invalid, text.getMessage());
+            throw new ToolExecutionException(definition, text);
         } catch (UndeclaredThrowableException checked) {
             throw new ToolExecutionException(definition, checked.getCause());
         } catch (RuntimeException failed) {
             throw new ToolExecutionException(definition, failed);
         }
         return converter.convert(result, returnType);
+    }
+
+    /** Tells the listeners that {@code error} goes to Spring AI as the tool's error text. */
+    private void told(RuntimeException error, String text) {
+        for (ModelErrorListener l : modelErrorListeners) {
+            try {
+                l.onModelError(definition.name(), error, text);
+            } catch (RuntimeException failed) {
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "idemkit-spring-ai: a ModelErrorListener failed on `"
+                                + definition.name()
+                                + "`",
+                        failed);
+            }
+        }
     }
 
     @Override

@@ -9,6 +9,7 @@ import dev.idemkit.IdempotencyListener;
 import dev.idemkit.IdempotencyStore;
 import dev.idemkit.IdempotentOperation;
 import dev.idemkit.InMemoryIdempotencyStore;
+import dev.idemkit.ModelErrorListener;
 import dev.idemkit.ToolMethod;
 import java.lang.reflect.Method;
 import java.lang.reflect.Parameter;
@@ -158,6 +159,7 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
 
         private final List<Object> objects = new ArrayList<>();
         private final List<IdempotencyListener> listeners = new ArrayList<>();
+        private final List<ModelErrorListener> modelErrorListeners = new ArrayList<>();
         private IdempotencyStore store;
         private Function<ToolContext, String> tenant = TENANT_ENTRY;
         private Function<ToolContext, String> run = CONVERSATION_ID;
@@ -244,6 +246,20 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
          */
         public Builder listener(IdempotencyListener listener) {
             listeners.add(Objects.requireNonNull(listener, "listener"));
+            return this;
+        }
+
+        /**
+         * Calls {@code listener} each time an idempotent tool hands Spring AI idemkit's error (a
+         * refusal, a held outcome, arguments that do not bind) as a {@code ToolExecutionException},
+         * whose text Spring AI's default exception processor sends to the model instead of
+         * throwing.
+         *
+         * @param listener the listener
+         * @return this builder
+         */
+        public Builder modelErrorListener(ModelErrorListener listener) {
+            modelErrorListeners.add(Objects.requireNonNull(listener, "listener"));
             return this;
         }
 
@@ -361,7 +377,8 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
                     ToolUtils.getToolCallResultConverter(method),
                     method.getGenericReturnType(),
                     tenant,
-                    run);
+                    run,
+                    List.copyOf(modelErrorListeners));
         }
 
         /** The definition without the IdempotencyContext members, which idemkit fills in. */

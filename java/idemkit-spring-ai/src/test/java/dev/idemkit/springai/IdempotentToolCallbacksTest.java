@@ -261,6 +261,82 @@ class IdempotentToolCallbacksTest {
         assertEquals(0, strict.charges.get());
     }
 
+    /** A card charge whose provider times out after the request left. */
+    public static class Payments {
+        final AtomicInteger runs = new AtomicInteger();
+
+        @Tool(name = "charge_card", description = "Charges a card")
+        @Idempotent(effect = dev.idemkit.Effect.EFFECTFUL)
+        public String chargeCard(long cents) {
+            runs.incrementAndGet();
+            throw new java.io.UncheckedIOException(
+                    new java.net.SocketTimeoutException("no answer from the payment provider"));
+        }
+    }
+
+    @Test
+    void the_call_that_ran_is_told_its_outcome_is_unknown_and_the_repeat_that_it_met_a_held_one() {
+        Payments payments = new Payments();
+        ScriptedChatModel model = new ScriptedChatModel(2, "charge_card", "{\"cents\":1250}");
+        java.util.List<dev.idemkit.IndeterminateOutcomeException> errors =
+                java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        java.util.List<String> texts =
+                java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        try (IdempotentToolCallbacks tools =
+                IdempotentToolCallbacks.builder()
+                        .toolObjects(payments)
+                        .modelErrorListener(
+                                (tool, error, text) -> {
+                                    errors.add((dev.idemkit.IndeterminateOutcomeException) error);
+                                    texts.add(tool + ": " + text);
+                                })
+                        .build()) {
+            String answer = ask(model, tools, IdempotentToolCallbacks.toolContext(null, "f"));
+            String[] results = answer.split(" \\| ");
+            assertEquals(2, results.length, answer);
+            assertEquals(
+                    "charge_card ran and failed, so its outcome is unknown: it may or may not have"
+                            + " taken effect (do not call it again before checking its effect)",
+                    results[0]);
+            assertTrue(results[1].startsWith("an identical earlier charge_card call"), answer);
+            assertTrue(results[1].contains("it was not run again"), answer);
+            assertFalse(KEY_HEX.matcher(answer).find(), answer);
+            assertEquals(
+                    java.util.List.of("charge_card: " + results[0], "charge_card: " + results[1]),
+                    texts);
+        }
+        assertEquals(1, payments.runs.get(), "the body ran once");
+        assertTrue(errors.get(0).ranBody());
+        assertFalse(errors.get(1).ranBody());
+    }
+
+    @Test
+    void a_bad_argument_reaches_the_model_naming_the_tool_argument_and_fix_and_the_listener() {
+        Strict strict = new Strict();
+        java.util.List<String> told =
+                java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        ScriptedChatModel model =
+                new ScriptedChatModel(1, "charge", "{\"cents\":1250,\"currency\":\"EUR\"}");
+        try (IdempotentToolCallbacks tools =
+                IdempotentToolCallbacks.builder()
+                        .toolObjects(strict)
+                        .modelErrorListener(
+                                (tool, error, text) ->
+                                        told.add(
+                                                tool
+                                                        + ":"
+                                                        + ((InvalidToolInputException) error)
+                                                                .argument()))
+                        .build()) {
+            String answer = ask(model, tools, IdempotentToolCallbacks.toolContext(null, "g"));
+            for (String part : new String[] {"charge", "currency", "it was not run", "again"}) {
+                assertTrue(answer.contains(part), answer);
+            }
+        }
+        assertEquals(0, strict.charges.get());
+        assertEquals(java.util.List.of("charge:currency"), told);
+    }
+
     @Test
     void a_tool_context_parameter_is_refused_when_built_naming_the_fix() {
         IllegalArgumentException refused =
