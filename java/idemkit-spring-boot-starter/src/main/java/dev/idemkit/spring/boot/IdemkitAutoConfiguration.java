@@ -4,6 +4,7 @@ import dev.idemkit.IdempotencyListener;
 import dev.idemkit.IdempotencyStore;
 import dev.idemkit.Idempotent;
 import dev.idemkit.InMemoryIdempotencyStore;
+import dev.idemkit.ModelErrorListener;
 import dev.idemkit.PostgresIdempotencyStore;
 import dev.idemkit.RedisIdempotencyStore;
 import dev.idemkit.micrometer.IdempotencyMetrics;
@@ -92,8 +93,9 @@ public class IdemkitAutoConfiguration {
     static IdempotencyStore overAppClient(
             IdemkitProperties.Store settings, ConfigurableListableBeanFactory beans) {
         String client = settings.getClient().trim().toLowerCase(Locale.ROOT);
-        String url = settings.getUrl() == null ? "memory" : settings.getUrl().trim();
-        if (!url.equals("memory")) {
+        // A blank URL (e.g. `idemkit.store.url=${STORE_URL:}`) is unset, as it is without a client.
+        String url = settings.getUrl() == null ? "" : settings.getUrl().trim();
+        if (!url.isEmpty() && !url.equalsIgnoreCase("memory")) {
             throw new IllegalArgumentException(
                     "idemkit-spring-boot-starter: idemkit.store.url and idemkit.store.client are"
                             + " both set; set idemkit.store.client to build the store over the"
@@ -205,6 +207,8 @@ public class IdemkitAutoConfiguration {
      * @param store the store
      * @param properties idemkit's settings
      * @param listeners event listeners (the Micrometer counters, the app's own)
+     * @param modelErrorListeners the app's {@link ModelErrorListener} beans: told of each idemkit
+     *     error a tool hands Spring AI as error text for the model
      * @return the callbacks, closed with the context
      */
     @Bean(destroyMethod = "close")
@@ -213,7 +217,8 @@ public class IdemkitAutoConfiguration {
             ListableBeanFactory beans,
             IdempotencyStore store,
             IdemkitProperties properties,
-            ObjectProvider<IdempotencyListener> listeners) {
+            ObjectProvider<IdempotencyListener> listeners,
+            ObjectProvider<ModelErrorListener> modelErrorListeners) {
         IdempotentToolCallbacks.Builder builder = IdempotentToolCallbacks.builder().store(store);
         for (String name : beans.getBeanNamesForType(Object.class, false, false)) {
             Class<?> type = beans.getType(name, false);
@@ -231,6 +236,7 @@ public class IdemkitAutoConfiguration {
         builder.run(
                 IdempotentToolCallbacks.fromToolContext(properties.getToolContext().getRunKey()));
         listeners.orderedStream().forEach(builder::listener);
+        modelErrorListeners.orderedStream().forEach(builder::modelErrorListener);
         return builder.build();
     }
 
