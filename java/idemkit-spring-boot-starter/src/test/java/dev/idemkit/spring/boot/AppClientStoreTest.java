@@ -159,14 +159,30 @@ class AppClientStoreTest {
     }
 
     private String startupFailure(String... properties) {
+        return startupFailure(runner.withPropertyValues(properties));
+    }
+
+    /**
+     * The messages of the failure of a context that must refuse to start; Spring's warning of it is
+     * captured and checked, not printed.
+     */
+    private static String startupFailure(ApplicationContextRunner failing) {
         String[] message = new String[1];
-        runner.withPropertyValues(properties)
-                .run(
-                        context -> {
-                            Throwable failure = context.getStartupFailure();
-                            assertNotNull(failure, "the context must refuse to start");
-                            message[0] = rootMessages(failure);
-                        });
+        try (CapturedLog log = new CapturedLog()) {
+            failing.run(
+                    context -> {
+                        Throwable failure = context.getStartupFailure();
+                        assertNotNull(failure, "the context must refuse to start");
+                        message[0] = rootMessages(failure);
+                    });
+            assertTrue(
+                    log.lines().stream()
+                            .anyMatch(
+                                    line ->
+                                            line.startsWith("WARN ")
+                                                    && line.contains("BeanCreationException")),
+                    String.valueOf(log.lines()));
+        }
         return message[0];
     }
 
@@ -178,12 +194,18 @@ class AppClientStoreTest {
                         && none.contains("the application has none"),
                 none);
 
-        String[] two = new String[1];
-        runner.withBean("first", DataSource.class, AppClientStoreTest::appDataSourceUnchecked)
-                .withBean("second", DataSource.class, AppClientStoreTest::appDataSourceUnchecked)
-                .withPropertyValues("idemkit.store.client=datasource")
-                .run(context -> two[0] = String.valueOf(rootMessages(context.getStartupFailure())));
-        assertTrue(two[0].contains("has 2 (first, second)") && two[0].contains("@Primary"), two[0]);
+        String two =
+                startupFailure(
+                        runner.withBean(
+                                        "first",
+                                        DataSource.class,
+                                        AppClientStoreTest::appDataSourceUnchecked)
+                                .withBean(
+                                        "second",
+                                        DataSource.class,
+                                        AppClientStoreTest::appDataSourceUnchecked)
+                                .withPropertyValues("idemkit.store.client=datasource"));
+        assertTrue(two.contains("has 2 (first, second)") && two.contains("@Primary"), two);
 
         String unknown = startupFailure("idemkit.store.client=mongo");
         assertTrue(
@@ -198,6 +220,25 @@ class AppClientStoreTest {
                         "idemkit.store.url=redis://admin:hunter2@127.0.0.1:1/0");
         assertTrue(both.contains("idemkit.store.url and idemkit.store.client are both set"), both);
         assertFalse(both.contains("hunter2"), both);
+    }
+
+    @Test
+    void a_blank_url_beside_a_client_is_unset_and_the_store_runs_on_the_client() {
+        for (String blank : new String[] {"", "   "}) {
+            runner.withBean("appData", DataSource.class, AppClientStoreTest::appDataSourceUnchecked)
+                    .withPropertyValues(
+                            "idemkit.store.client=datasource", "idemkit.store.url=" + blank)
+                    .run(
+                            context -> {
+                                assertEquals(
+                                        null,
+                                        context.getStartupFailure(),
+                                        "url `" + blank + "` is unset");
+                                assertInstanceOf(
+                                        PostgresIdempotencyStore.class,
+                                        context.getBean(IdempotencyStore.class));
+                            });
+        }
     }
 
     private static DataSource appDataSourceUnchecked() {
