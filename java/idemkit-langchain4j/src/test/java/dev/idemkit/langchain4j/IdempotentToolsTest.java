@@ -277,6 +277,31 @@ class IdempotentToolsTest {
         assertEquals(List.of("charge:cents", "charge:currency"), told);
     }
 
+    @Test
+    void a_model_error_listener_that_throws_changes_nothing_the_model_reads() {
+        Strict strict = new Strict();
+        ScriptedModel model = new ScriptedModel(2);
+        try (IdempotentTools tools =
+                IdempotentTools.builder()
+                        .tools(strict)
+                        .modelErrorListener(
+                                (tool, error, text) -> {
+                                    throw new IllegalStateException("a broken listener");
+                                })
+                        .build()) {
+            // Concurrent tool calls: either may be the one that ran.
+            String answer = assistant(model, tools).chat("h", "charge {\"cents\":7}");
+            assertEquals(
+                    Set.of(
+                            "charged 7",
+                            "charge was already called with these arguments; it was not run"
+                                    + " again"),
+                    Set.of(answer.split(" \\| ")),
+                    answer);
+        }
+        assertEquals(1, strict.charges.get());
+    }
+
     /** A card charge whose provider times out after the request left. */
     public static class Payments {
         final AtomicInteger runs = new AtomicInteger();
