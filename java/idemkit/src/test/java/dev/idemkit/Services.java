@@ -32,7 +32,7 @@ final class Services {
     static void skip(String what, String message) {
         if (required(what)) {
             Assertions.fail(
-                    message
+                    message.replace("SKIPPING", "cannot run")
                             + "; IDEMKIT_REQUIRE_SERVICES guarantees "
                             + what
                             + ", so this fails instead (unset IDEMKIT_REQUIRE_SERVICES to skip)");
