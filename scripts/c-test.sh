@@ -204,7 +204,7 @@ if [ "$has_postgres" = 1 ] && [ -n "${IDEMKIT_POSTGRES_URL:-}" ]; then
   create_table || { sleep 1; create_table; }
 fi
 
-# The shared-library run prints the one "C tests: N passed, M failed" line that test
+# The shared-library run prints the one "C tests: N passed, M failed, K skipped" line that test
 # summaries count; the reruns label theirs so that they are not counted three times.
 # Both run from another directory: nothing depends on the working directory.
 (cd "$elsewhere" && "$work/idemkit_test" "$work/vectors.txt")

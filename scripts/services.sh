@@ -14,6 +14,9 @@
 # `postgres` system user (it refuses to run as root); as any other user, the servers run as that
 # user, so a user without root installs the packages (redis-server redis-tools postgresql
 # postgresql-client) once, or runs their own servers and exports the variables `env` prints.
+# When the `postgres` user cannot reach the clone (a clone under a mode-700 home such as /root),
+# PostgreSQL's data, socket and log go to ~postgres/idemkit-run/<hash of the clone's run dir>/
+# instead, one directory per clone; `stop` finds it there.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,6 +48,19 @@ give_to_postgres() {
     fi
 }
 
+# Where PostgreSQL keeps its data directory, socket and log: $RUN, unless this is root and the
+# `postgres` user cannot write there; then a directory of postgres's own, keyed by $RUN so that
+# two clones never share a server.
+pg_home() {
+    if [[ $(id -u) -ne 0 ]] || runuser -u postgres -- test -w "$RUN" -a -x "$RUN" 2>/dev/null; then
+        echo "$RUN"
+        return
+    fi
+    local home
+    home="$(getent passwd postgres | cut -d: -f6)"
+    echo "${home:-/var/lib/postgresql}/idemkit-run/$(printf '%s' "$RUN" | sha256sum | cut -c1-16)"
+}
+
 pg_bindir() {
     local dir
     for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
@@ -64,6 +80,8 @@ install_missing() {
     pg_bindir >/dev/null 2>&1 || packages+=(postgresql)
     command -v pg_isready >/dev/null 2>&1 || packages+=(postgresql-client)
     command -v pgbench >/dev/null 2>&1 || packages+=(postgresql-client)
+    # The TLS tests make their certificates with it.
+    command -v openssl >/dev/null 2>&1 || packages+=(openssl)
     if ((${#packages[@]} == 0)); then
         return 0
     fi
@@ -91,6 +109,21 @@ install_missing() {
         log "apt-get failed ($status)"
         exit "$status"
     fi
+    # Debian's packages enable their system-wide servers at boot: disable what was just
+    # installed (without starting or stopping anything), so only this script's servers run.
+    local package unit
+    for package in redis-server postgresql; do
+        [[ " ${packages[*]} " == *" $package "* ]] || continue
+        unit="$package.service"
+        if command -v systemctl >/dev/null 2>&1; then
+            systemctl disable "$unit" >/dev/null 2>&1 || true
+        fi
+        rm -f "/etc/systemd/system/multi-user.target.wants/$unit"
+        if command -v update-rc.d >/dev/null 2>&1 && [[ -e /etc/init.d/$package ]]; then
+            update-rc.d "$package" disable >/dev/null 2>&1 || true
+        fi
+        log "disabled the system-wide $unit at boot (it was not started)"
+    done
 }
 
 redis_up() {
@@ -183,20 +216,32 @@ start_cluster() {
 }
 
 start_postgres() {
-    local bin data="$RUN/postgres" sock="$RUN/pgsock"
+    local bin home data sock
     bin="$(pg_bindir)"
+    mkdir -p "$RUN"
+    home="$(pg_home)"
+    data="$home/postgres" sock="$home/pgsock"
     if ! pg_up; then
-        mkdir -p "$RUN" "$sock"
+        if [[ $home != "$RUN" ]]; then
+            log "the postgres user cannot reach $RUN: PostgreSQL keeps its data in $home"
+            install -d -o postgres -g postgres -m 700 "$(dirname "$home")" "$home"
+        fi
+        mkdir -p "$sock"
         give_to_postgres "$sock"
         if [[ ! -s $data/PG_VERSION ]]; then
             mkdir -p "$data"
             give_to_postgres "$data"
             chmod 700 "$data"
             log "initdb $data"
-            as_postgres "$bin/initdb" -D "$data" -U postgres --auth=trust \
-                -E UTF8 --locale=C.UTF-8 >"$RUN/initdb.log" 2>&1 ||
-                as_postgres "$bin/initdb" -D "$data" -U postgres --auth=trust \
-                    -E UTF8 --locale=C >"$RUN/initdb.log" 2>&1
+            # initdb changes to the current directory's parent chain as postgres: run it from /.
+            if ! (cd / && as_postgres "$bin/initdb" -D "$data" -U postgres --auth=trust \
+                -E UTF8 --locale=C.UTF-8 >"$RUN/initdb.log" 2>&1) &&
+                ! (cd / && as_postgres "$bin/initdb" -D "$data" -U postgres --auth=trust \
+                    -E UTF8 --locale=C >"$RUN/initdb.log" 2>&1); then
+                log "initdb failed ($RUN/initdb.log):"
+                sed 's/^/    /' "$RUN/initdb.log" >&2
+                exit 1
+            fi
             cat >>"$data/postgresql.conf" <<EOF
 # idemkit test server (scripts/services.sh)
 listen_addresses = '127.0.0.1'
@@ -207,9 +252,13 @@ shared_preload_libraries = 'pg_stat_statements'
 pg_stat_statements.track = all
 EOF
         fi
-        touch "$RUN/postgres.log"
-        give_to_postgres "$RUN/postgres.log"
-        as_postgres "$bin/pg_ctl" -D "$data" -l "$RUN/postgres.log" -w -t 60 start >&2
+        touch "$home/postgres.log"
+        give_to_postgres "$home/postgres.log"
+        (cd / && as_postgres "$bin/pg_ctl" -D "$data" -l "$home/postgres.log" -w -t 60 start >&2) || {
+            log "pg_ctl start failed; the server's log ($home/postgres.log) ends:"
+            tail -n 20 "$home/postgres.log" | sed 's/^/    /' >&2
+            exit 1
+        }
         wait_for "postgresql on port $PG_PORT" pg_up_any
     else
         log "postgresql already answers on 127.0.0.1:$PG_PORT"
@@ -268,17 +317,23 @@ stop_cluster() {
 }
 
 stop_postgres() {
-    local data="$RUN/postgres" bin
+    local data bin
+    data="$(pg_home)/postgres"
     if [[ -s $data/postmaster.pid ]]; then
         bin="$(pg_bindir)"
         log "stopping postgresql ($data)"
-        as_postgres "$bin/pg_ctl" -D "$data" -m fast -w stop >&2 || true
+        (cd / && as_postgres "$bin/pg_ctl" -D "$data" -m fast -w stop >&2) || true
     else
         log "no postgresql started by this script"
     fi
 }
 
 print_env() {
+    # Debian keeps initdb and pg_ctl off PATH; the tests that run a private PostgreSQL call them.
+    local bin
+    if ! command -v initdb >/dev/null 2>&1 && bin="$(pg_bindir)"; then
+        echo "export PATH=$bin:\$PATH"
+    fi
     echo "export IDEMKIT_REDIS_URL=$REDIS_URL"
     echo "export IDEMKIT_POSTGRES_URL=$POSTGRES_URL"
     if [[ $CLUSTER_ENABLED != 0 ]]; then

@@ -53,6 +53,12 @@ pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+// The unit tests that need a server skip or fail by the integration tests' one rule.
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../tests/common/skip.rs"]
+mod test_skip;
+
 pub use error::{Error, ErrorKind, StoreError};
 pub use events::{Event, EventKind, Events, Listener};
 pub use executor::{

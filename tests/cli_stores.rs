@@ -44,9 +44,10 @@ fn urls() -> Vec<(&'static str, String)> {
                 }
                 found.push((var, url))
             }
-            Err(_) => {
-                eprintln!("SKIPPED: {var} not set — run scripts/test.sh to test the CLI against it")
-            }
+            Err(_) => common::skip(
+                var,
+                &format!("{var} is not set: the CLI is not tested against it"),
+            ),
         }
     }
     found

@@ -30,7 +30,7 @@ impl TlsPostgres {
             std::env::temp_dir().join(format!("idemkit-pg-tls-{}", &Token::random().hex()[..10]));
         std::fs::create_dir_all(certs.join("other")).unwrap();
         if !common::make_certificates(&certs) || !common::make_certificates(&certs.join("other")) {
-            eprintln!("SKIPPED: cannot make test certificates (needs openssl)");
+            common::skip("openssl", "cannot make test certificates (needs openssl)");
             return None;
         }
         let mut server = common::PrivatePostgres::init()?;
@@ -58,9 +58,12 @@ impl TlsPostgres {
         server.settings =
             "-c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key".to_owned();
         if !server.pg_ctl("start") {
-            eprintln!(
-                "SKIPPED: cannot start a private PostgreSQL with TLS: {}",
-                server.log_tail()
+            common::skip(
+                "pg_ctl",
+                &format!(
+                    "cannot start a private PostgreSQL with TLS: {}",
+                    server.log_tail()
+                ),
             );
             return None;
         }

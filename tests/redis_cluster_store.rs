@@ -555,7 +555,7 @@ impl PrivateCluster {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         if tls && !make_certificates(&dir) {
-            eprintln!("SKIPPED: openssl could not make test certificates");
+            common::skip("openssl", "openssl could not make test certificates");
             return None;
         }
         let mut cluster = PrivateCluster {

@@ -623,7 +623,10 @@ async fn rediss_urls_connect_over_tls_with_a_password() {
     // A test CA, and a server certificate for 127.0.0.1 that it signs.
     let made = make_certificates(&dir);
     if !made {
-        eprintln!("SKIPPED: openssl is not available to make test certificates");
+        common::skip(
+            "openssl",
+            "openssl is not available to make test certificates",
+        );
         return;
     }
     let port = free_port();

@@ -10,7 +10,8 @@
  *   table idemkit_c_test (sql/postgres/001_idemkit_records.sql with that name; c-test.sh
  *   creates it).
  *
- * Prints "C tests: N passed, M failed" and exits non-zero when M > 0.
+ * Prints "C tests: N passed, M failed, K skipped" and exits non-zero when M > 0. A test whose
+ * server is missing is skipped, or fails when IDEMKIT_REQUIRE_SERVICES guarantees it (skip()).
  */
 
 #define _POSIX_C_SOURCE 200809L
@@ -43,7 +44,8 @@
 
 /* ---- a tiny harness ------------------------------------------------------------------ */
 
-static int passed, failed, current_failed;
+static int passed, failed, skipped, current_failed;
+static char current_skip[512];
 
 #define EXPECT(cond, ...)                                                     \
     do {                                                                      \
@@ -71,12 +73,41 @@ static const char *last_message(void) {
                got_ == IDEMKIT_STATUS_OK ? "-" : last_message());                  \
     } while (0)
 
+/* Whether IDEMKIT_REQUIRE_SERVICES (`1`, or names separated by spaces or commas; scripts/test.sh
+ * sets it) guarantees `what`, a variable or a program. */
+static int required(const char *what) {
+    const char *list = getenv("IDEMKIT_REQUIRE_SERVICES");
+    size_t len = strlen(what);
+    for (const char *p = list; p && *p;) {
+        size_t n = strcspn(p, " ,");
+        if ((n == 1 && *p == '1') || (n == len && strncmp(p, what, n) == 0)) return 1;
+        p += n + (p[n] != '\0');
+    }
+    return 0;
+}
+
+/* Skips the running test (counted skipped, not passed), or fails it when the run guarantees
+ * `what`; the caller then returns. */
+static void skip(const char *what, const char *reason) {
+    if (required(what)) {
+        fprintf(stderr, "  %s, and IDEMKIT_REQUIRE_SERVICES guarantees %s: start the servers"
+                        " (scripts/services.sh start) or unset IDEMKIT_REQUIRE_SERVICES\n", reason, what);
+        current_failed = 1;
+    } else {
+        snprintf(current_skip, sizeof current_skip, "%s", reason);
+    }
+}
+
 static void run(const char *name, void (*test)(void)) {
     current_failed = 0;
+    current_skip[0] = '\0';
     test();
     if (current_failed) {
         failed++;
         printf("FAILED %s\n", name);
+    } else if (current_skip[0]) {
+        skipped++;
+        printf("skipped: %s: %s\n", name, current_skip);
     } else {
         passed++;
     }
@@ -1084,7 +1115,9 @@ static void a_forked_child_whose_store_cannot_reopen_is_told_so(void) {
         if (waitpid(server, &status, WNOHANG) == server) break; /* it could not start */
     }
     if (!store) {
-        printf("note: skipped the unreachable-after-fork check: redis-server did not start on port %d\n", port);
+        char reason[128];
+        snprintf(reason, sizeof reason, "redis-server did not start on port %d", port);
+        skip("redis-server", reason);
         kill(server, SIGKILL);
         waitpid(server, NULL, 0);
         return;
@@ -1943,6 +1976,35 @@ static void names_and_version(void) {
     EXPECT(version && strlen(version) >= 5 && strchr(version, '.'), "version %s", version ? version : "(null)");
 }
 
+/* The shared servers' tests: run when the library has the store and its URL is set, else
+ * skipped (see skip()). */
+enum server { REDIS, POSTGRES };
+static enum server pending_server;
+static void (*pending_test)(void);
+
+static void on_server_or_skip(void) {
+    int redis = pending_server == REDIS;
+    const char *variable = redis ? "IDEMKIT_REDIS_URL" : "IDEMKIT_POSTGRES_URL";
+    int built = redis ? IDEMKIT_TEST_HAS_REDIS : IDEMKIT_TEST_HAS_POSTGRES;
+    char reason[160];
+    if (!built) {
+        snprintf(reason, sizeof reason, "the library is built without the %s feature",
+                 redis ? "redis" : "postgres");
+        skip(variable, reason);
+    } else if (!(redis ? redis_url() : postgres_url())) {
+        snprintf(reason, sizeof reason, "%s is not set (scripts/services.sh env prints it)", variable);
+        skip(variable, reason);
+    } else {
+        pending_test();
+    }
+}
+
+static void run_on(enum server server, const char *name, void (*test)(void)) {
+    pending_server = server;
+    pending_test = test;
+    run(name, on_server_or_skip);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s VECTORS_TXT (keys-v1.json converted by tests/c/vectors_to_lines.py)\n", argv[0]);
@@ -1986,31 +2048,23 @@ int main(int argc, char **argv) {
     run("payload fingerprints", payload_fingerprints);
     run("a policy of the size before retry_on is accepted with defaults for the new fields",
         a_policy_of_the_size_before_retry_on_is_accepted);
-    if (redis_url()) {
-        run("two clients of one Redis store deduplicate", two_clients_of_one_redis_store_deduplicate);
-        run("Redis: an in-progress key fails with in_progress at the deadline",
-            redis_an_in_progress_key_fails_with_in_progress_at_the_deadline);
-        run("Redis: effect kinds and failure classes", redis_effect_kinds_and_failure_classes);
-        run("Redis: retries", redis_retries);
-        run("Redis: payload fingerprints", redis_payload_fingerprints);
-    } else {
-        printf("note: set IDEMKIT_REDIS_URL (scripts/services.sh env) to run the calls on Redis too\n");
-    }
-    if (postgres_url()) {
-        run("PostgreSQL: an in-progress key fails with in_progress at the deadline",
-            postgres_an_in_progress_key_fails_with_in_progress_at_the_deadline);
-        run("PostgreSQL: effect kinds and failure classes", postgres_effect_kinds_and_failure_classes);
-        run("PostgreSQL: retries", postgres_retries);
-        run("PostgreSQL: payload fingerprints", postgres_payload_fingerprints);
-    } else {
-        printf("note: set IDEMKIT_POSTGRES_URL (scripts/services.sh env) to run the calls on PostgreSQL too\n");
-    }
+    run_on(REDIS, "two clients of one Redis store deduplicate", two_clients_of_one_redis_store_deduplicate);
+    run_on(REDIS, "Redis: an in-progress key fails with in_progress at the deadline",
+           redis_an_in_progress_key_fails_with_in_progress_at_the_deadline);
+    run_on(REDIS, "Redis: effect kinds and failure classes", redis_effect_kinds_and_failure_classes);
+    run_on(REDIS, "Redis: retries", redis_retries);
+    run_on(REDIS, "Redis: payload fingerprints", redis_payload_fingerprints);
+    run_on(POSTGRES, "PostgreSQL: an in-progress key fails with in_progress at the deadline",
+           postgres_an_in_progress_key_fails_with_in_progress_at_the_deadline);
+    run_on(POSTGRES, "PostgreSQL: effect kinds and failure classes", postgres_effect_kinds_and_failure_classes);
+    run_on(POSTGRES, "PostgreSQL: retries", postgres_retries);
+    run_on(POSTGRES, "PostgreSQL: payload fingerprints", postgres_payload_fingerprints);
     run("a forked child uses stores and never hangs", a_forked_child_uses_stores_and_never_hangs);
     if (IDEMKIT_TEST_HAS_REDIS) {
         run("a forked child whose store cannot reopen is told so", a_forked_child_whose_store_cannot_reopen_is_told_so);
     }
     run("the last error message reports its size", the_last_error_message_reports_its_size);
     run("status names and version", names_and_version);
-    printf("C tests: %d passed, %d failed\n", passed, failed);
+    printf("C tests: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed == 0 ? 0 : 1;
 }

@@ -17,16 +17,11 @@ use idemkit::{
     Status, Store, Token, Tool,
 };
 
-/// The URL in environment variable `var`, or `None` with a loud skip message.
-pub fn env_url(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!("SKIPPED: {var} not set — run scripts/test.sh");
-            None
-        }
-    }
-}
+// The one rule for a test whose server or program is missing (also compiled into the crate's
+// own unit tests, src/lib.rs).
+mod skip;
+#[allow(unused_imports)]
+pub use skip::{env_url, required, skip};
 
 /// The shared conformance suite (`idemkit::testing::check_store`) on one store.
 pub async fn check_conformance(store: Arc<dyn Store>) {
@@ -114,7 +109,10 @@ pub fn spawn_redis_server(command: &mut Command) -> Option<Child> {
     match command.spawn() {
         Ok(child) => Some(child),
         Err(e) => {
-            eprintln!("SKIPPED: cannot start redis-server ({e}) — run scripts/services.sh start");
+            skip(
+                "redis-server",
+                &format!("cannot start redis-server ({e}); scripts/services.sh start installs it"),
+            );
             None
         }
     }
@@ -522,7 +520,7 @@ pub async fn check_newest_first(
     };
     assert_eq!(keys(store.newest(&in_progress).await.unwrap()), newest[..3]);
     let Some(cli) = option_env!("CARGO_BIN_EXE_idemkit") else {
-        eprintln!("SKIPPED (CLI part): build with --features cli");
+        skip("cli", "the CLI part needs --features cli");
         return;
     };
     let started = Instant::now();
@@ -683,7 +681,10 @@ impl PrivatePostgres {
     pub fn start() -> Option<PrivatePostgres> {
         let server = PrivatePostgres::init()?;
         if !server.pg_ctl("start") {
-            eprintln!("SKIPPED: cannot start a private PostgreSQL");
+            skip(
+                "pg_ctl",
+                "cannot start a private PostgreSQL (pg_ctl start failed)",
+            );
             return None;
         }
         Some(server)
@@ -713,8 +714,9 @@ impl PrivatePostgres {
                 ],
             );
         if !made {
-            eprintln!(
-                "SKIPPED: cannot initdb a private PostgreSQL (needs initdb, and runuser as root)"
+            skip(
+                "initdb",
+                "cannot initdb a private PostgreSQL (needs initdb on PATH, and runuser as root)",
             );
             return None;
         }

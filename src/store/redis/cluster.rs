@@ -246,8 +246,7 @@ mod tests {
     /// Needs the local cluster (`IDEMKIT_REDIS_CLUSTER_URL`, see scripts/services.sh).
     #[tokio::test]
     async fn a_node_pipeline_with_keys_of_other_nodes_falls_back_to_routing_by_key() {
-        let Ok(url) = std::env::var("IDEMKIT_REDIS_CLUSTER_URL") else {
-            eprintln!("SKIPPED: IDEMKIT_REDIS_CLUSTER_URL not set — run scripts/test.sh");
+        let Some(url) = crate::test_skip::env_url("IDEMKIT_REDIS_CLUSTER_URL") else {
             return;
         };
         let prefix = format!("idemkit-unit-{}:", &Token::random().hex()[..10]);

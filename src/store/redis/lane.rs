@@ -404,8 +404,7 @@ mod tests {
     #[test]
     fn pipelines_answer_their_commands_replies() {
         use redis::aio::ConnectionLike;
-        let Ok(url) = std::env::var("IDEMKIT_REDIS_URL") else {
-            eprintln!("SKIPPED: IDEMKIT_REDIS_URL not set — run scripts/test.sh");
+        let Some(url) = crate::test_skip::env_url("IDEMKIT_REDIS_URL") else {
             return;
         };
         let info = redis::Client::open(url.as_str())

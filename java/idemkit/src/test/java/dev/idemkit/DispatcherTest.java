@@ -907,6 +907,7 @@ class DispatcherTest {
     }
 
     @Test
+    @ExpectedWarnings("in-memory")
     void a_required_tool_on_the_in_memory_store_logs_one_warning() {
         Logger logger = Logger.getLogger("dev.idemkit");
         LogCapture handler = new LogCapture();

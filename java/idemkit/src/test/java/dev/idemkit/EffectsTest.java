@@ -261,6 +261,7 @@ class EffectsTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("stores")
+    @ExpectedWarnings("an event listener threw")
     void listeners_see_every_answer_and_one_that_throws_breaks_nothing(
             String name, Supplier<IdempotencyStore> stores) {
         Tools tools = new Tools();

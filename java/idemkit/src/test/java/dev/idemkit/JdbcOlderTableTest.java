@@ -31,6 +31,8 @@ import org.junit.jupiter.api.Test;
  * and with the claim statement instead of the function, warns once per missing migration naming it,
  * and keeps fingerprints and calls the function once {@code createTableIfMissing()} has made them.
  */
+// An older table is used, and warned of, on purpose.
+@ExpectedWarnings({"has no claim function", "has no fingerprint column", "store_error"})
 class JdbcOlderTableTest {
     /** Held here: JUL keeps loggers only weakly, and a collected one would lose its handler. */
     private static final Logger JDBC = Logger.getLogger("dev.idemkit.store.jdbc");

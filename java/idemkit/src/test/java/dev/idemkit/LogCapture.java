@@ -12,6 +12,7 @@ final class LogCapture extends Handler {
 
     @Override
     public void publish(LogRecord record) {
+        record.getSourceClassName(); // the caller is found now, while it is on the stack
         records.add(record);
     }
 

@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 /** The README's example is exactly {@code com.example.travel.TravelAgent}: it compiles and runs. */
 class ReadmeTest {
     @Test
+    @ExpectedWarnings("in-memory")
     void the_readme_example_is_the_compiled_one_and_it_runs() throws Exception {
         String readme = Files.readString(Path.of("../README.md"));
         int start = readme.indexOf("```java\n") + "```java\n".length();

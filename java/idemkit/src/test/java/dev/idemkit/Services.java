@@ -1,24 +1,54 @@
 package dev.idemkit;
 
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
 
-/** The Redis/PostgreSQL servers of the store tests: skipped loudly when their URL is not set. */
+/**
+ * The Redis/PostgreSQL servers of the store tests, and the one rule for a test whose server or
+ * program is missing: skipped (a JUnit assumption, counted "Skipped"), or failed when {@code
+ * IDEMKIT_REQUIRE_SERVICES} guarantees it (scripts/test.sh sets it).
+ */
 final class Services {
     private Services() {}
 
     static String url(String variable, String what) {
         String url = System.getenv(variable);
         if (url == null || url.isEmpty()) {
-            String message =
+            skip(
+                    variable,
                     variable
                             + " is not set: SKIPPING the "
                             + what
                             + " tests (start the servers with"
-                            + " scripts/services.sh start, then eval \"$(scripts/services.sh env)\")";
-            System.err.println("idemkit: " + message);
-            Assumptions.abort(message);
+                            + " scripts/services.sh start, then eval \"$(scripts/services.sh env)\")");
         }
         return url;
+    }
+
+    /**
+     * Skips the running test, or fails it when {@code IDEMKIT_REQUIRE_SERVICES} ({@code 1}, or
+     * names separated by spaces or commas) names {@code what}: a variable or a program.
+     */
+    static void skip(String what, String message) {
+        if (required(what)) {
+            Assertions.fail(
+                    message.replace("SKIPPING", "cannot run")
+                            + "; IDEMKIT_REQUIRE_SERVICES guarantees "
+                            + what
+                            + ", so this fails instead (unset IDEMKIT_REQUIRE_SERVICES to skip)");
+        }
+        System.err.println("idemkit: " + message);
+        Assumptions.abort(message);
+    }
+
+    static boolean required(String what) {
+        String list = System.getenv().getOrDefault("IDEMKIT_REQUIRE_SERVICES", "");
+        for (String name : list.split("[ ,]+")) {
+            if (name.equals("1") || name.equals(what)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

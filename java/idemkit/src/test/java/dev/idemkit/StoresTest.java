@@ -70,11 +70,9 @@ class StoresTest {
         try (InMemoryIdempotencyStore store = new InMemoryIdempotencyStore()) {
             assertEquals("memory", store.describe());
         }
-        String url = System.getenv("IDEMKIT_REDIS_URL");
-        if (url != null) {
-            try (RedisIdempotencyStore store = new RedisIdempotencyStore(url)) {
-                assertTrue(store.describe().startsWith("redis://"), store.describe());
-            }
+        String url = Services.url("IDEMKIT_REDIS_URL", "Redis description");
+        try (RedisIdempotencyStore store = new RedisIdempotencyStore(url)) {
+            assertTrue(store.describe().startsWith("redis://"), store.describe());
         }
     }
 }

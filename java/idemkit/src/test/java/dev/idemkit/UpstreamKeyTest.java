@@ -477,6 +477,7 @@ class UpstreamKeyTest {
     }
 
     @Test
+    @ExpectedWarnings("sends its Idempotency-Key to")
     void two_header_forms_for_one_host_on_one_store_log_a_warning() {
         Logger logger = Logger.getLogger("dev.idemkit");
         List<String> warnings = new ArrayList<>();

@@ -25,10 +25,21 @@ final class Services {
                             + what
                             + " tests (start the servers with scripts/services.sh start, then eval"
                             + " \"$(scripts/services.sh env)\")";
+            if (required(variable)) {
+                org.junit.jupiter.api.Assertions.fail(
+                        message + "; IDEMKIT_REQUIRE_SERVICES guarantees it, so this fails");
+            }
             System.err.println("idemkit: " + message);
             Assumptions.abort(message);
         }
         return url;
+    }
+
+    /** Whether IDEMKIT_REQUIRE_SERVICES ({@code 1}, or names) guarantees {@code what}. */
+    static boolean required(String what) {
+        String list = System.getenv().getOrDefault("IDEMKIT_REQUIRE_SERVICES", "");
+        return java.util.Arrays.stream(list.split("[ ,]+"))
+                .anyMatch(n -> n.equals("1") || n.equals(what));
     }
 
     /** {@code name}, a {@code Supplier<IdempotencyStore>}: each Redis store has a fresh prefix. */

@@ -20,6 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /** What a store written in Java does when its operations throw. */
+// A store that fails on purpose: the core warns of each failure, some settled in the background.
+@dev.idemkit.ExpectedWarnings({"store_error", "not settled yet"})
 class JavaStoreFailuresTest {
     public static class Tools {
         final AtomicInteger runs = new AtomicInteger();

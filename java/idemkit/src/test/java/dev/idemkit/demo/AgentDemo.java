@@ -112,6 +112,16 @@ public final class AgentDemo {
     public static void main(String[] args) throws Exception {
         TravelTools tools = new TravelTools();
         try (InMemoryIdempotencyStore store = new InMemoryIdempotencyStore()) {
+            System.out.println(
+                    "idemkit agent demo (store: "
+                            + store.describe()
+                            + ", tenant acme, run trip-42)");
+            // The dispatcher warns, rightly, that REQUIRED tools on an in-memory store are
+            // deduplicated in this process only: say first that this is expected here.
+            System.out.println(
+                    "(the warning below is expected: REQUIRED tools want a shared store, Redis or"
+                            + " PostgreSQL, in production; this demo keeps to memory)");
+            System.out.flush();
             ToolDispatcher agent =
                     ToolDispatcher.builder()
                             .tools(tools)
@@ -119,10 +129,6 @@ public final class AgentDemo {
                             .tenant("acme")
                             .run("trip-42")
                             .build();
-            System.out.println(
-                    "idemkit agent demo (store: "
-                            + store.describe()
-                            + ", tenant acme, run trip-42)");
             System.out.println();
 
             // 1. The model re-asks for the same booking (its note differs, but the key arguments
@@ -208,6 +214,15 @@ public final class AgentDemo {
 
             System.out.println();
             System.out.println("events: " + store.eventCounts());
+            // What each count means (IdempotencyStore.eventCounts, SPEC section 3).
+            System.out.println(
+                    "  how the store answered the calls above: acquired = a key was claimed and"
+                            + " its body ran; deduplicated = a remembered outcome answered, the"
+                            + " body did not run; waited = a call waited for another caller's"
+                            + " claim; failed_fast = FAIL_FAST refused a repeat; released = a"
+                            + " failed body's claim was freed so a retry runs again; the others"
+                            + " (wait_timed_out, indeterminate, store_error, record_failed,"
+                            + " retried) count timeouts, unknown outcomes and faults.");
         }
     }
 }
