@@ -86,11 +86,12 @@ public @interface Idempotent {
     Class<? extends Throwable>[] permanent() default {};
 
     /**
-     * For {@code HASH_INPUT} with {@link #keyArguments()}: refuse a repeat whose whole input
-     * differs from the recorded call's with {@link PayloadMismatchException} (SPEC v1.1 rule 9).
-     * Off by default: that a non-key argument may differ (a request id fresh per attempt) is the
-     * point of {@code keyArguments}. {@code EXPLICIT} calls are checked when they pass their input;
-     * plain {@code HASH_INPUT} keys on the whole input and cannot mismatch.
+     * For {@code EXPLICIT} and {@code HASH_INPUT} with {@link #keyArguments()}: refuse a repeat
+     * whose whole input differs from the recorded call's with {@link PayloadMismatchException}
+     * (SPEC v1.2 §9 rule 1). Off by default: such a key names the fields that are the identity, so
+     * the others may differ (a request id fresh per attempt, an edited body under the same title).
+     * Plain {@code HASH_INPUT} keys on the whole input and cannot mismatch; the fingerprint is
+     * stored either way.
      *
      * @return whether a differing payload is refused
      */
