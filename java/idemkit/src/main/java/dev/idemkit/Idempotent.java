@@ -25,9 +25,9 @@ public @interface Idempotent {
     /**
      * How long a record is kept after its outcome (or after its lease); must be positive.
      *
-     * @return the time to live in seconds; default one hour
+     * @return the time to live in seconds; default the core's, one hour
      */
-    long ttlSeconds() default 3600;
+    long ttlSeconds() default PolicyDefaults.TTL_SECONDS;
 
     /**
      * What a repeat of a remembered call gets.
@@ -54,9 +54,9 @@ public @interface Idempotent {
     /**
      * How long an in-progress claim holds before its owner is presumed dead; must be positive.
      *
-     * @return the lease in seconds; default 300
+     * @return the lease in seconds; default the core's, 300
      */
-    long leaseSeconds() default 300;
+    long leaseSeconds() default PolicyDefaults.LEASE_SECONDS;
 
     /**
      * What the body does to the world, which decides what its failure means (SPEC v1.1 rule 7):
