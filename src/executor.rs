@@ -1132,6 +1132,8 @@ impl Executor {
         let checked = attempt.payload_checked;
         match (&attempt.fingerprint, &record.fingerprint) {
             (Some(ours), Some(theirs)) if checked && ours.as_ref() != theirs.as_str() => {
+                self.emit_waited(attempt);
+                self.emit(attempt, EventKind::PayloadMismatch, None);
                 Err(Error::PayloadMismatch {
                     tool: attempt.tool().name().to_owned(),
                     key: record.key.clone(),
@@ -1285,7 +1287,12 @@ impl Executor {
         let claimed = attempt.phase == Phase::Claimed && attempt.key.is_some();
         attempt.phase = Phase::Done;
         if claimed {
-            self.settle(attempt, Settlement::ReleaseUnrun).await
+            let recording = self.settle(attempt, Settlement::ReleaseUnrun).await;
+            // The claim's `acquired` is answered by a `released`: the body never ran.
+            if recording == Recording::Released {
+                self.emit(attempt, EventKind::Released, None);
+            }
+            recording
         } else {
             Recording::Unprotected
         }

@@ -504,16 +504,9 @@ public final class IdempotentOperation<T> implements AutoCloseable {
             }
             registrar.adopt(new long[] {nativeTool.handle});
             if (!listeners.isEmpty()) {
-                List<IdempotencyListener> own = List.copyOf(listeners);
                 String toolName = nativeTool.name;
                 IdempotencyListener filtered =
-                        event -> {
-                            if (toolName.equals(event.tool())) {
-                                for (IdempotencyListener l : own) {
-                                    l.onEvent(event);
-                                }
-                            }
-                        };
+                        NativeIdempotencyStore.scoped(toolName::equals, listeners);
                 NativeIdempotencyStore s = registrar.store;
                 s.addListener(filtered);
                 registrar.onClose(() -> s.removeListener(filtered));

@@ -502,15 +502,8 @@ public final class ToolDispatcher implements AutoCloseable {
             }
             if (!listeners.isEmpty()) {
                 java.util.Set<String> names = java.util.Set.copyOf(registered.keySet());
-                List<IdempotencyListener> own = List.copyOf(listeners);
                 IdempotencyListener filtered =
-                        event -> {
-                            if (event.tool() != null && names.contains(event.tool())) {
-                                for (IdempotencyListener l : own) {
-                                    l.onEvent(event);
-                                }
-                            }
-                        };
+                        NativeIdempotencyStore.scoped(names::contains, listeners);
                 s.addListener(filtered);
                 registrar.onClose(() -> s.removeListener(filtered));
             }

@@ -313,8 +313,7 @@ class DispatcherTest {
         // Another body under the same title is the same issue (SPEC v1.2 §9 rule 1): the key is
         // the application's, so the other fields may differ.
         assertEquals(
-                first,
-                d.call("create_issue", "{\"title\":\"fix login bug\",\"body\":\"other\"}"));
+                first, d.call("create_issue", "{\"title\":\"fix login bug\",\"body\":\"other\"}"));
         assertEquals(1, issues.created.get());
         assertEquals(3, issues.supplied.get());
         // The context's key is the 64-hex key; suppliedKey() the raw one (SPEC §5).
