@@ -262,7 +262,12 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                                             ? parsed
                                             : notRun(
                                                     () -> JsonWire.read(mapper, t.name, jsonInput));
-                            return t.invoke(notRun(() -> t.bind(node, context)));
+                            return t.invoke(
+                                    notRun(
+                                            () -> {
+                                                t.checkFloating(jsonInput);
+                                                return t.bind(node, context);
+                                            }));
                         });
     }
 

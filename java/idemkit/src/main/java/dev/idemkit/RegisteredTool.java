@@ -332,6 +332,37 @@ final class RegisteredTool {
     }
 
     /** Arguments from parsed JSON text. */
+    /**
+     * Before {@link #bind(JsonNode, IdempotencyContext)} of input text: a tool's own mapper may
+     * read a JSON number as a {@code double} already, losing the digits the key was made of, so the
+     * {@code double} and {@code float} arguments are checked on the text read exactly. Nothing to
+     * do for a tool without such parameters.
+     */
+    void checkFloating(String jsonInput) {
+        boolean any = false;
+        for (Param p : params) {
+            any |= p.slot != Slot.CONTEXT && FLOATING.contains(p.raw);
+        }
+        if (!any) {
+            return;
+        }
+        JsonNode exact;
+        try {
+            exact = JsonWire.read(name, jsonInput);
+        } catch (InvalidToolInputException unreadable) {
+            return; // the binding itself says what is wrong with the text
+        }
+        for (Param p : params) {
+            if (p.slot == Slot.CONTEXT || !FLOATING.contains(p.raw)) {
+                continue;
+            }
+            JsonNode value = p.slot == Slot.WHOLE_INPUT ? exact : exact.get(p.name);
+            if (value != null && value.isNumber()) {
+                exactFloating(p, value);
+            }
+        }
+    }
+
     Object[] bind(JsonNode input, IdempotencyContext context) {
         if (!wholeInput) {
             if (!input.isObject()) {

@@ -189,7 +189,12 @@ public final class ToolDispatcher implements AutoCloseable {
                             early != null
                                     ? early
                                     : bindOrRefuse(() -> parse(registered, jsonInput));
-                    return registered.invoke(bindOrRefuse(() -> registered.bind(node, context)));
+                    return registered.invoke(
+                            bindOrRefuse(
+                                    () -> {
+                                        registered.checkFloating(jsonInput);
+                                        return registered.bind(node, context);
+                                    }));
                 });
     }
 
