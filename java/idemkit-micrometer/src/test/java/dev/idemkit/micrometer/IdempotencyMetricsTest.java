@@ -68,10 +68,12 @@ class IdempotencyMetricsTest {
                                 .listener(new IdempotencyMetrics(registry))
                                 .build()) {
             java.util.Map<String, Object> order = java.util.Map.of("order", "A-1");
-            for (int i = 0; i < 3; i++) {
+            for (int i = 1; i <= 3; i++) {
                 org.junit.jupiter.api.Assertions.assertThrows(
                         dev.idemkit.IndeterminateOutcomeException.class,
                         () -> dispatcher.call("charge", order));
+                // Counted with its own answer, not with a later call's.
+                assertEquals(i, metered(registry, "indeterminate"), "after call " + i);
             }
             dispatcher.call("create_issue", java.util.Map.of("title", "t", "body", "a"));
             org.junit.jupiter.api.Assertions.assertThrows(
@@ -79,6 +81,7 @@ class IdempotencyMetricsTest {
                     () ->
                             dispatcher.call(
                                     "create_issue", java.util.Map.of("title", "t", "body", "b")));
+            assertEquals(1.0, metered(registry, "payload_mismatch"));
             org.junit.jupiter.api.Assertions.assertThrows(
                     dev.idemkit.InvalidToolInputException.class,
                     () -> dispatcher.call("nights", "{\"nights\":1.5}"));
@@ -86,20 +89,19 @@ class IdempotencyMetricsTest {
             for (String kind :
                     java.util.List.of(
                             "acquired", "indeterminate", "payload_mismatch", "released")) {
-                double metered =
-                        registry
-                                .find(IdempotencyMetrics.EVENTS)
-                                .tag("kind", kind)
-                                .counters()
-                                .stream()
-                                .mapToDouble(Counter::count)
-                                .sum();
-                assertEquals((double) core.get(kind), metered, kind);
+                assertEquals((double) core.get(kind), metered(registry, kind), kind);
             }
             assertEquals(3L, core.get("indeterminate"));
             assertEquals(1L, core.get("payload_mismatch"));
             assertEquals(1L, core.get("released"));
         }
+    }
+
+    /** The meter's count of {@code kind}, over every tool and outcome. */
+    private static double metered(SimpleMeterRegistry registry, String kind) {
+        return registry.find(IdempotencyMetrics.EVENTS).tag("kind", kind).counters().stream()
+                .mapToDouble(Counter::count)
+                .sum();
     }
 
     /** Holds its key until released, so that a second caller waits for it. */
