@@ -63,9 +63,16 @@ async fn a_claim_whose_body_never_ran_is_released_as_an_event() {
     let executor = executor();
     let tool = Tool::new("nights", Policy::default()).unwrap();
     let mut attempt = executor
-        .prepare(&tool, &CallContext::new(), KeyInput::Json(r#"{"nights":1.5}"#))
+        .prepare(
+            &tool,
+            &CallContext::new(),
+            KeyInput::Json(r#"{"nights":1.5}"#),
+        )
         .unwrap();
-    assert_eq!(executor.advance(&mut attempt, None).await.unwrap(), Step::Run);
+    assert_eq!(
+        executor.advance(&mut attempt, None).await.unwrap(),
+        Step::Run
+    );
     // The face refuses the arguments before the body starts.
     let reported = executor.report(&mut attempt, BodyReport::NeverRan).await;
     assert_eq!(reported.recording.name(), "released");
