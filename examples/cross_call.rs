@@ -11,7 +11,7 @@
 //!
 //! Options after the input: `--effectful` makes the tool `EFFECTFUL`; `--fail` makes the body
 //! fail; `--explicit=<key>` makes the tool `EXPLICIT`, called under `<key>` with the input as its
-//! payload. An idemkit error (or a held failure) is printed as `{"ran":0|1,"error":"<kind>"}`.
+//! payload; `--reject-payload-mismatch` refuses another payload under a used key. An idemkit error (or a held failure) is printed as `{"ran":0|1,"error":"<kind>"}`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -22,15 +22,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (url, tool, tenant, input, options) = match args.as_slice() {
         [url, tool, tenant, input, options @ ..]
-            if options
-                .iter()
-                .all(|o| o == "--effectful" || o == "--fail" || o.starts_with("--explicit=")) =>
+            if options.iter().all(|o| {
+                o == "--effectful"
+                    || o == "--fail"
+                    || o == "--reject-payload-mismatch"
+                    || o.starts_with("--explicit=")
+            }) =>
         {
             (url, tool, tenant, input, options)
         }
         _ => {
             eprintln!(
-                "usage: cross_call <store-url> <tool> <tenant> <input-json> [--effectful] [--fail] [--explicit=<key>]"
+                "usage: cross_call <store-url> <tool> <tenant> <input-json> [--effectful] [--fail] [--explicit=<key>] [--reject-payload-mismatch]"
             );
             std::process::exit(2);
         }
@@ -41,6 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Effect::Idempotent
     };
     let fail = options.iter().any(|o| o == "--fail");
+    let strict = options.iter().any(|o| o == "--reject-payload-mismatch");
     let explicit = options.iter().find_map(|o| o.strip_prefix("--explicit="));
     let payload: serde_json::Value = serde_json::from_str(input)?;
     let ran = AtomicU32::new(0);
@@ -51,7 +55,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Some(_) => Policy::new(KeyStrategy::Explicit),
             None => Policy::default(),
         };
-        let tool = Tool::new(tool.as_str(), policy.with_effect(effect))?;
+        let tool = Tool::new(
+            tool.as_str(),
+            policy
+                .with_effect(effect)
+                .with_reject_payload_mismatch(strict),
+        )?;
         let context = CallContext::new().tenant(tenant.as_str());
         let key_input = match explicit {
             Some(key) => KeyInput::ExplicitWithPayload {

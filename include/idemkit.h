@@ -592,9 +592,10 @@ typedef struct idemkit_policy {
    */
   size_t retry_on_count;
   /**
-   * For `HASH_INPUT` with `key_arguments` (default false): refuse a repeat whose whole input
-   * differs from the recorded call's with `IDEMKIT_STATUS_PAYLOAD_MISMATCH` (SPEC v1.1
-   * rule 9), instead of answering it from the record (the point of `key_arguments`).
+   * For `HASH_INPUT` with `key_arguments` and `EXPLICIT` (default false): refuse a repeat
+   * whose whole input differs from the recorded call's with `IDEMKIT_STATUS_PAYLOAD_MISMATCH`
+   * (SPEC v1.2 §9 rule 1), instead of answering it from the record (such a key names the
+   * fields that are the call's identity).
    */
   bool reject_payload_mismatch;
 } idemkit_policy;
@@ -657,7 +658,7 @@ void idemkit_string_free(char *string);
  * - `input`: for `HASH_INPUT`, the call's input as JSON text (required); for `EXPLICIT`, the
  *   supplied key (NULL, empty or blank answers `IDEMKIT_STATUS_INVALID_KEY`); ignored (may be
  *   NULL) for `UUID` and `NONE`. An `EXPLICIT` call begun here keeps no payload fingerprint:
- *   use `idemkit_begin_with_payload` so that a repeat of the key with another input is
+ *   use `idemkit_begin_with_payload` so that a repeat of the key with another input can be
  *   refused.
  *
  * With status OK, `out->answer` is:
@@ -671,9 +672,9 @@ void idemkit_string_free(char *string);
  * Otherwise the status says why nothing may run: `IDEMKIT_STATUS_INVALID_KEY`,
  * `IDEMKIT_STATUS_FAIL_FAST`, `IDEMKIT_STATUS_IN_PROGRESS`, `IDEMKIT_STATUS_INDETERMINATE`,
  * `IDEMKIT_STATUS_STORE_UNAVAILABLE`, `IDEMKIT_STATUS_OUTCOME_TOO_LARGE`,
- * `IDEMKIT_STATUS_PAYLOAD_MISMATCH` (a `HASH_INPUT` tool with `key_arguments` and
- * `reject_payload_mismatch` called with another input under a used key; for `EXPLICIT` see
- * `idemkit_begin_with_payload`), or a boundary status; `out->key` still holds the key when one
+ * `IDEMKIT_STATUS_PAYLOAD_MISMATCH` (a `HASH_INPUT` tool with `key_arguments`, or an
+ * `EXPLICIT` one begun by `idemkit_begin_with_payload`, with `reject_payload_mismatch`, called
+ * with another input under a used key), or a boundary status; `out->key` still holds the key when one
  * was derived.
  *
  * `*out_call` is NULL unless the answer is `EXECUTE`. `*out` (when not NULL) is always
@@ -697,15 +698,18 @@ idemkit_status idemkit_begin(const struct idemkit_store *store,
                              struct idemkit_begin_result *out);
 
 /**
- * `idemkit_begin` for an `EXPLICIT` tool that also hands over the call's whole input, so that
- * a repeat of the key with another input is refused (SPEC v1.1 rule 9).
+ * `idemkit_begin` for an `EXPLICIT` tool that also hands over the call's whole input, whose
+ * fingerprint the record keeps (SPEC v1.1 rule 9). The key is taken as the application's own
+ * (derived from some fields of the input): a repeat with another input is refused only when
+ * the policy sets `reject_payload_mismatch` (SPEC v1.2 §9 rule 1).
  *
  * - `key`: the supplied key, as `idemkit_begin`'s `input` for an `EXPLICIT` tool (for the
  *   other strategies, exactly `idemkit_begin`'s `input`).
  * - `payload_json`: the call's whole input as JSON text (UTF-8). The record keeps its
  *   fingerprint, the SHA-256 of its canonical form (never the input itself); a later call with
- *   the same key whose payload's canonical form differs answers
- *   `IDEMKIT_STATUS_PAYLOAD_MISMATCH`, with `out->key` set, and runs nothing. Member order,
+ *   the same key whose payload's canonical form differs answers, under
+ *   `reject_payload_mismatch`, `IDEMKIT_STATUS_PAYLOAD_MISMATCH`, with `out->key` set, and runs
+ *   nothing (without it, the record's answer). Member order,
  *   insignificant whitespace and number spelling (`2.0` and `2`) do not make a difference.
  *   NULL keeps no fingerprint: the call is exactly `idemkit_begin`'s, and a record without a
  *   fingerprint never mismatches. Ignored for the other strategies (`HASH_INPUT` fingerprints

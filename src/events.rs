@@ -38,11 +38,14 @@ pub enum EventKind {
     /// A failed call is run again after a pause, under the same key, by its retry policy
     /// (SPEC v1.1 rule 8).
     Retried = 9,
+    /// A repeat of a used key came with another payload and was refused; nothing ran (SPEC v1.1
+    /// rule 9, v1.2 §9 rule 1).
+    PayloadMismatch = 10,
 }
 
 impl EventKind {
     /// Every kind, in code order.
-    pub const ALL: [EventKind; 10] = [
+    pub const ALL: [EventKind; 11] = [
         EventKind::Acquired,
         EventKind::Deduplicated,
         EventKind::Waited,
@@ -53,6 +56,7 @@ impl EventKind {
         EventKind::StoreError,
         EventKind::RecordFailed,
         EventKind::Retried,
+        EventKind::PayloadMismatch,
     ];
 
     /// The SPEC name (`acquired`, `wait_timed_out`, ...).
@@ -68,6 +72,7 @@ impl EventKind {
             EventKind::StoreError => "store_error",
             EventKind::RecordFailed => "record_failed",
             EventKind::Retried => "retried",
+            EventKind::PayloadMismatch => "payload_mismatch",
         }
     }
 }

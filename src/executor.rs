@@ -21,7 +21,7 @@ use crate::error::{Error, StoreError};
 use crate::events::{Event, EventKind, Events};
 use crate::key::{derive_key, CanonicalValue, Key, KeyError, KeyInput, KeyScope};
 use crate::policy::{
-    Effect, Exchange, ExchangeVerdict, FailureClass, FailureSettlement, KeyStrategy, Policy,
+    Effect, Exchange, ExchangeVerdict, FailureClass, FailureSettlement, KeyOrigin, KeyStrategy,
     RetryBehavior, RetryPolicy, Tool,
 };
 use crate::record::{Failure, Outcome, Record, RecordState, Token};
@@ -250,6 +250,9 @@ pub struct Attempt<T: Borrow<Tool> = Tool> {
     runs: u32,
     /// The payload fingerprint the record keeps (SPEC v1.1 rule 9), when the call has an input.
     fingerprint: Option<Arc<str>>,
+    /// Whether a repeat is checked against the record's fingerprint: the policy's decision for
+    /// where the key came from (SPEC v1.2 §9 rule 1, [`crate::Policy::checks_payload`]).
+    payload_checked: bool,
     /// The call's span (feature `tracing`): `idemkit.call`, see [`Executor::call`].
     #[cfg(feature = "tracing")]
     span: tracing::Span,
@@ -721,12 +724,29 @@ impl Executor {
     /// v1.1 rule 9). `payload` is ignored for the other strategies: `HASH_INPUT` fingerprints
     /// its input, `UUID` and `NONE` keep no record. (`RawInput::json` of an `EXPLICIT` call is
     /// not taken as its payload: the faces pass the supplied key there.)
+    ///
+    /// The key is taken as one the application derived ([`KeyOrigin::Application`]: a key
+    /// supplier); [`Executor::prepare_raw_with_payload_from`] says otherwise.
     pub fn prepare_raw_with_payload(
         &self,
         tool: &Tool,
         context: &CallContext,
         raw: RawInput<'_>,
         payload: Option<&str>,
+    ) -> Result<Attempt, Error> {
+        self.prepare_raw_with_payload_from(tool, context, raw, payload, KeyOrigin::Application)
+    }
+
+    /// [`Executor::prepare_raw_with_payload`] with where the supplied key came from: a key from
+    /// outside the application ([`KeyOrigin::Outside`], a caller's inbound `Idempotency-Key`)
+    /// is checked against the record's payload whatever the policy (SPEC v1.2 §9 rule 1).
+    pub fn prepare_raw_with_payload_from(
+        &self,
+        tool: &Tool,
+        context: &CallContext,
+        raw: RawInput<'_>,
+        payload: Option<&str>,
+        origin: KeyOrigin,
     ) -> Result<Attempt, Error> {
         let decoded;
         let input = match tool.policy().strategy {
@@ -755,7 +775,7 @@ impl Executor {
             KeyStrategy::Explicit => payload,
             _ => None,
         };
-        self.prepare_with(tool.clone(), context, input, payload)
+        self.prepare_from(tool.clone(), context, input, payload, origin)
     }
 
     /// `payload`: an `EXPLICIT` call's input as JSON text, when a face passes it apart from the
@@ -767,6 +787,22 @@ impl Executor {
         context: &CallContext,
         input: KeyInput<'_>,
         payload: Option<&str>,
+    ) -> Result<Attempt<T>, Error> {
+        let origin = match input {
+            KeyInput::OutsideKey { .. } => KeyOrigin::Outside,
+            _ => KeyOrigin::Application,
+        };
+        self.prepare_from(holder, context, input, payload, origin)
+    }
+
+    /// [`Executor::prepare_with`] with the key's origin decided by the caller.
+    fn prepare_from<T: Borrow<Tool>>(
+        &self,
+        holder: T,
+        context: &CallContext,
+        input: KeyInput<'_>,
+        payload: Option<&str>,
+        origin: KeyOrigin,
     ) -> Result<Attempt<T>, Error> {
         let tool: &Tool = holder.borrow();
         let policy = tool.policy();
@@ -780,7 +816,9 @@ impl Executor {
             KeyStrategy::HashInput | KeyStrategy::Explicit => {
                 let explicit = matches!(
                     input,
-                    KeyInput::Explicit(_) | KeyInput::ExplicitWithPayload { .. }
+                    KeyInput::Explicit(_)
+                        | KeyInput::ExplicitWithPayload { .. }
+                        | KeyInput::OutsideKey { .. }
                 );
                 if explicit != (policy.strategy == KeyStrategy::Explicit) {
                     return Err(Error::config(format!(
@@ -844,6 +882,7 @@ impl Executor {
             .map(|t| Arc::<str>::from(crate::key::nfc(t)));
         #[cfg(feature = "tracing")]
         let span = call_span(tool, tenant.as_deref(), key.as_ref(), uuid.as_deref());
+        let payload_checked = policy.checks_payload(origin);
         Ok(Attempt {
             tool: holder,
             tenant,
@@ -859,6 +898,7 @@ impl Executor {
             retry: self.retry.clone(),
             runs: 0,
             fingerprint,
+            payload_checked,
             #[cfg(feature = "tracing")]
             span,
         })
@@ -1082,17 +1122,19 @@ impl Executor {
 
     /// Refuses a repeat whose payload fingerprint differs from the record's (SPEC v1.1 rule 9),
     /// before anything else is answered: another request under a used key learns nothing of the
-    /// first one's outcome. Checked for `EXPLICIT` calls, and for `HASH_INPUT` with
-    /// `key_arguments` when the policy asks; a record without a fingerprint (written before
-    /// v1.1, or by a call without input) and a call without a payload never mismatch.
+    /// first one's outcome. Checked as [`crate::Policy::checks_payload`] decides for the key's origin;
+    /// a record without a fingerprint (written before v1.1, or by a call without input) and a
+    /// call without a payload never mismatch.
     fn check_payload<T: Borrow<Tool>>(
         &self,
         attempt: &Attempt<T>,
         record: &Record,
     ) -> Result<(), Error> {
-        let checked = checks_payload(attempt.tool().policy());
+        let checked = attempt.payload_checked;
         match (&attempt.fingerprint, &record.fingerprint) {
             (Some(ours), Some(theirs)) if checked && ours.as_ref() != theirs.as_str() => {
+                self.emit_waited(attempt);
+                self.emit(attempt, EventKind::PayloadMismatch, None);
                 Err(Error::PayloadMismatch {
                     tool: attempt.tool().name().to_owned(),
                     key: record.key.clone(),
@@ -1247,7 +1289,12 @@ impl Executor {
         let claimed = attempt.phase == Phase::Claimed && attempt.key.is_some();
         attempt.phase = Phase::Done;
         if claimed {
-            self.settle(attempt, Settlement::ReleaseUnrun).await
+            let recording = self.settle(attempt, Settlement::ReleaseUnrun).await;
+            // The claim's `acquired` is answered by a `released`: the body never ran.
+            if recording == Recording::Released {
+                self.emit(attempt, EventKind::Released, None);
+            }
+            recording
         } else {
             Recording::Unprotected
         }
@@ -1608,7 +1655,7 @@ impl Executor {
             lease_ms: policy.lease.as_millis() as u64,
             ttl_ms: policy.ttl.as_millis() as u64,
             retry_failure: policy.on_cache_hit == RetryBehavior::ReturnCachedIfSuccess,
-            payload_checked: checks_payload(policy),
+            payload_checked: attempt.payload_checked,
             fingerprint: attempt.fingerprint.clone(),
             lease_until,
         };
@@ -1740,19 +1787,6 @@ fn replayed<T: DeserializeOwned, E>(tool: &Tool, json: &str) -> Result<T, CallEr
             std::any::type_name::<T>()
         )))
     })
-}
-
-/// Whether a repeat under this policy is checked against the record's payload fingerprint
-/// (SPEC v1.1 rule 9): `EXPLICIT` always, `HASH_INPUT` with `key_arguments` when the policy
-/// asks; the other strategies keep no record.
-fn checks_payload(policy: &Policy) -> bool {
-    match policy.strategy {
-        KeyStrategy::Explicit => true,
-        KeyStrategy::HashInput => {
-            policy.reject_payload_mismatch && !policy.key_arguments.is_empty()
-        }
-        KeyStrategy::Uuid | KeyStrategy::None => false,
-    }
 }
 
 /// Whether calls of `tool` claim keys: a strategy that deduplicates, and an effect that is not

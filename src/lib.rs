@@ -70,8 +70,8 @@ pub use key::{
     KeyError, KeyInput, KeyScope, Number,
 };
 pub use policy::{
-    Effect, Exchange, ExchangeVerdict, FailureClass, FailureSettlement, KeyStrategy, Policy,
-    RetryBehavior, RetryPolicy, Tool,
+    Effect, Exchange, ExchangeVerdict, FailureClass, FailureSettlement, KeyOrigin, KeyStrategy,
+    Policy, RetryBehavior, RetryPolicy, Tool,
 };
 pub use record::{Failure, Outcome, Record, RecordState, Status, Token};
 pub use store::{ManualClock, MemoryStore, Store, StoreOptions};

@@ -342,11 +342,13 @@ pub struct Policy {
     /// Error types whose failures are permanent: recorded as failures (replayed under
     /// `RETURN_CACHED`). Second in the classification, after `no_effect_errors`.
     pub permanent_errors: Vec<String>,
-    /// For [`KeyStrategy::HashInput`] with `key_arguments`: whether a repeat whose whole input
-    /// differs from the recorded call's (another payload fingerprint) is refused with
-    /// [`Error::PayloadMismatch`] (default false: that a non-key argument may differ is the
-    /// point of `key_arguments`). `EXPLICIT` calls given a payload are always checked; plain
-    /// `HASH_INPUT` keys on the whole input and cannot mismatch (SPEC v1.1 rule 9).
+    /// For a key the application derives (`EXPLICIT` from a key supplier, [`KeyStrategy::HashInput`]
+    /// with `key_arguments`): whether a repeat whose whole input differs from the recorded
+    /// call's (another payload fingerprint) is refused with [`Error::PayloadMismatch`] (default
+    /// false: such a key names the fields that are the identity, so the others may differ).
+    /// A key from outside the application ([`KeyOrigin::Outside`]) is always checked; plain
+    /// `HASH_INPUT` keys on the whole input and cannot mismatch (SPEC v1.2 §9 rule 1; see
+    /// [`Policy::checks_payload`]).
     pub reject_payload_mismatch: bool,
     /// Whether the tool's upstream deduplicates by the `Idempotency-Key` it is sent, as Stripe
     /// does (default false). Only then may a request that reached the upstream be sent again
@@ -354,6 +356,19 @@ pub struct Policy {
     /// abandoned claim and resend under the same key (SPEC v1.1 rule 12; see
     /// [`Policy::judge_exchange`]).
     pub upstream_honors_key: bool,
+}
+
+/// Where a call's key comes from, which decides whether a repeat is checked against the
+/// record's payload fingerprint (SPEC v1.2 §9 rule 1; [`Policy::checks_payload`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyOrigin {
+    /// The application derives it (a key supplier, `key_arguments`): it names the fields that
+    /// are the identity, and the others may differ unless the policy refuses it.
+    #[default]
+    Application,
+    /// It comes from outside the application (a caller's inbound `Idempotency-Key`, a key a
+    /// client sends): another payload under it is refused, as the IETF draft's 422 means.
+    Outside,
 }
 
 impl Default for Policy {
@@ -429,12 +444,27 @@ impl Policy {
         self
     }
 
-    /// For `HASH_INPUT` with `key_arguments`: refuses a repeat whose whole input differs from the
-    /// recorded call's with [`Error::PayloadMismatch`] (SPEC v1.1 rule 9); see
-    /// [`Policy::reject_payload_mismatch`].
+    /// For `EXPLICIT`, and `HASH_INPUT` with `key_arguments`: refuses a repeat whose whole input
+    /// differs from the recorded call's with [`Error::PayloadMismatch`] (SPEC v1.2 §9 rule 1);
+    /// see [`Policy::reject_payload_mismatch`].
     pub fn with_reject_payload_mismatch(mut self, reject: bool) -> Policy {
         self.reject_payload_mismatch = reject;
         self
+    }
+
+    /// Whether a repeat of a key of this `origin` is checked against the record's payload
+    /// fingerprint (SPEC v1.2 §9 rule 1): a key from outside always; a key the application
+    /// derives (`EXPLICIT`, `HASH_INPUT` with `key_arguments`) only with
+    /// [`Policy::reject_payload_mismatch`]. Plain `HASH_INPUT` keys on the whole input (it
+    /// cannot mismatch); `UUID` and `NONE` keep no record.
+    pub fn checks_payload(&self, origin: KeyOrigin) -> bool {
+        match self.strategy {
+            KeyStrategy::Explicit => origin == KeyOrigin::Outside || self.reject_payload_mismatch,
+            KeyStrategy::HashInput => {
+                self.reject_payload_mismatch && !self.key_arguments.is_empty()
+            }
+            KeyStrategy::Uuid | KeyStrategy::None => false,
+        }
     }
 
     /// Declares that the upstream deduplicates by the `Idempotency-Key` it is sent (SPEC v1.1

@@ -3,8 +3,10 @@
 //!
 //! - A record keeps the fingerprint of the claiming call's whole input.
 //! - An `EXPLICIT` repeat with another payload fails with `PAYLOAD_MISMATCH` and runs nothing,
-//!   whether the record is completed or still in progress.
-//! - `HASH_INPUT` with `key_arguments` lets a non-key argument differ, unless the policy asks.
+//!   whether the record is completed or still in progress, when the key came from outside the
+//!   application or the policy asks (`reject_payload_mismatch`).
+//! - A key the application derives (`EXPLICIT` from a supplier, `HASH_INPUT` with
+//!   `key_arguments`) lets the other fields differ, unless the policy asks (SPEC v1.2 §9 rule 1).
 //! - A record without a fingerprint (v1) and a call without a payload never mismatch.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,8 +15,8 @@ use std::time::Duration;
 
 use idemkit::store::{ClaimRequest, RecordId};
 use idemkit::{
-    derive_key, fingerprint, CallContext, CallError, ErrorKind, Executor, KeyInput, KeyScope,
-    KeyStrategy, Outcome, Policy, RawInput, Step, Store, SuppliedKey, Token, Tool,
+    derive_key, fingerprint, CallContext, CallError, ErrorKind, Executor, KeyInput, KeyOrigin,
+    KeyScope, KeyStrategy, Outcome, Policy, RawInput, Step, Store, SuppliedKey, Token, Tool,
 };
 use serde_json::{json, Value};
 
@@ -28,6 +30,15 @@ fn fresh(name: &str) -> String {
 
 fn explicit_tool(name: &str) -> Tool {
     Tool::new(fresh(name), Policy::new(KeyStrategy::Explicit)).unwrap()
+}
+
+/// An `EXPLICIT` tool that refuses another payload under a used key.
+fn strict_tool(name: &str) -> Tool {
+    Tool::new(
+        fresh(name),
+        Policy::new(KeyStrategy::Explicit).with_reject_payload_mismatch(true),
+    )
+    .unwrap()
 }
 
 /// Calls `tool` under the explicit `key` with `payload`; the body counts its runs and answers
@@ -72,7 +83,7 @@ async fn an_explicit_repeat_with_another_payload_is_refused_and_runs_nothing(
     store: Arc<dyn Store>,
 ) {
     let executor = Executor::new(store.clone());
-    let tool = explicit_tool("charge");
+    let tool = strict_tool("charge");
     let runs = AtomicUsize::new(0);
     let first = json!({"amount": 100, "currency": "EUR"});
     assert_eq!(
@@ -126,7 +137,9 @@ async fn a_mismatch_against_an_in_progress_claim_is_refused_without_waiting(stor
     let executor = Executor::new(store.clone());
     let tool = Tool::new(
         fresh("book"),
-        Policy::new(KeyStrategy::Explicit).with_lease(Duration::from_secs(60)),
+        Policy::new(KeyStrategy::Explicit)
+            .with_lease(Duration::from_secs(60))
+            .with_reject_payload_mismatch(true),
     )
     .unwrap();
     let first = json!({"flight": "BA117"});
@@ -278,7 +291,7 @@ async fn a_record_without_a_fingerprint_never_mismatches(store: Arc<dyn Store>) 
 /// text, not JSON), keeps no fingerprint and still works.
 async fn a_faces_explicit_call_passes_its_input_as_the_payload(store: Arc<dyn Store>) {
     let executor = Executor::new(store.clone());
-    let tool = explicit_tool("face_charge");
+    let tool = strict_tool("face_charge");
     // As the C face calls it today: the key text in both fields.
     let as_c = RawInput {
         json: Some("k-0 not json"),
@@ -324,6 +337,118 @@ async fn a_faces_explicit_call_passes_its_input_as_the_payload(store: Arc<dyn St
     assert_eq!(error.kind().code(), 11);
 }
 
+/// The seed's `create_issue`: the application keys on the title so that an edited body does
+/// not open a second issue (SPEC v1.2 §9 rule 1). A key the application derives checks the
+/// payload only when the policy asks; the fingerprint is kept either way.
+async fn an_application_key_lets_the_other_fields_differ_unless_the_policy_refuses_it(
+    store: Arc<dyn Store>,
+) {
+    let executor = Executor::new(store.clone());
+    let runs = AtomicUsize::new(0);
+    let create_issue = |tool: &Tool, body: &str| {
+        let input = json!({"title": "Login fails", "body": body});
+        let (executor, tool, runs) = (&executor, tool.clone(), &runs);
+        async move {
+            executor
+                .call(
+                    &tool,
+                    &CallContext::new(),
+                    KeyInput::ExplicitWithPayload {
+                        key: input["title"].as_str().unwrap(),
+                        payload: &input,
+                    },
+                    |_| async {
+                        let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                        Ok::<_, String>(format!("issue #{n}"))
+                    },
+                )
+                .await
+        }
+    };
+    let lenient = explicit_tool("create_issue");
+    assert_eq!(
+        create_issue(&lenient, "500 on submit").await.unwrap(),
+        "issue #1"
+    );
+    let edited = create_issue(&lenient, "500 on submit (Firefox only)").await;
+    assert_eq!(
+        edited.unwrap(),
+        "issue #1",
+        "the edited body is answered from the record"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "one issue");
+    let kept = record(&store, &explicit_key(&lenient, "Login fails")).await;
+    let first = json!({"title": "Login fails", "body": "500 on submit"});
+    assert_eq!(
+        kept.fingerprint,
+        fingerprint(KeyInput::Value(&first)).unwrap(),
+        "the fingerprint is stored though it is not checked"
+    );
+
+    // Opted in: the whole input must match.
+    let strict = strict_tool("create_issue");
+    assert_eq!(
+        create_issue(&strict, "500 on submit").await.unwrap(),
+        "issue #2"
+    );
+    mismatch(create_issue(&strict, "edited").await);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+
+    // A key from outside the application (a caller's Idempotency-Key) is checked by default,
+    // on the Rust face and on the faces' path alike.
+    let inbound = explicit_tool("create_issue");
+    let call = |payload: Value| {
+        let (executor, tool, runs) = (&executor, &inbound, &runs);
+        async move {
+            executor
+                .call(
+                    tool,
+                    &CallContext::new(),
+                    KeyInput::OutsideKey {
+                        key: "req-7",
+                        payload: &payload,
+                    },
+                    |_| async {
+                        runs.fetch_add(1, Ordering::SeqCst);
+                        Ok::<_, String>("created".to_owned())
+                    },
+                )
+                .await
+        }
+    };
+    call(json!({"title": "a", "body": "b"})).await.unwrap();
+    mismatch(call(json!({"title": "a", "body": "edited"})).await);
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    let raw = RawInput {
+        json: None,
+        supplied_key: Some(SuppliedKey::Text("req-7")),
+    };
+    let mut face = executor
+        .prepare_raw_with_payload_from(
+            &inbound,
+            &CallContext::new(),
+            raw,
+            Some(r#"{"title":"a","body":"edited"}"#),
+            KeyOrigin::Outside,
+        )
+        .unwrap();
+    let error = executor.advance(&mut face, None).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::PayloadMismatch);
+    let mut supplied = executor
+        .prepare_raw_with_payload(
+            &inbound,
+            &CallContext::new(),
+            raw,
+            Some(r#"{"title":"a","body":"edited"}"#),
+        )
+        .unwrap();
+    assert_eq!(
+        executor.advance(&mut supplied, None).await.unwrap(),
+        Step::Replay("\"created\"".to_owned()),
+        "the same key from a supplier is the application's: answered from the record"
+    );
+}
+
 /// `RETURN_CACHED_IF_SUCCESS` runs a remembered failure again, but a call with another payload
 /// gets the payload mismatch instead: the store's claim does not replace the failure for it.
 async fn a_remembered_failure_is_retried_only_for_the_same_payload(store: Arc<dyn Store>) {
@@ -332,7 +457,8 @@ async fn a_remembered_failure_is_retried_only_for_the_same_payload(store: Arc<dy
         fresh("charge_retry"),
         Policy::new(KeyStrategy::Explicit)
             .with_on_cache_hit(idemkit::RetryBehavior::ReturnCachedIfSuccess)
-            .with_cache_failures(true),
+            .with_cache_failures(true)
+            .with_reject_payload_mismatch(true),
     )
     .unwrap();
     let runs = AtomicUsize::new(0);
@@ -390,4 +516,5 @@ on_every_store!(
     a_record_without_a_fingerprint_never_mismatches,
     a_faces_explicit_call_passes_its_input_as_the_payload,
     a_remembered_failure_is_retried_only_for_the_same_payload,
+    an_application_key_lets_the_other_fields_differ_unless_the_policy_refuses_it,
 );

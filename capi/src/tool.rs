@@ -197,9 +197,10 @@ pub struct IdemkitPolicy {
     pub retry_on: *const *const c_char,
     /// How many names `retry_on` holds.
     pub retry_on_count: usize,
-    /// For `HASH_INPUT` with `key_arguments` (default false): refuse a repeat whose whole input
-    /// differs from the recorded call's with `IDEMKIT_STATUS_PAYLOAD_MISMATCH` (SPEC v1.1
-    /// rule 9), instead of answering it from the record (the point of `key_arguments`).
+    /// For `HASH_INPUT` with `key_arguments` and `EXPLICIT` (default false): refuse a repeat
+    /// whose whole input differs from the recorded call's with `IDEMKIT_STATUS_PAYLOAD_MISMATCH`
+    /// (SPEC v1.2 §9 rule 1), instead of answering it from the record (such a key names the
+    /// fields that are the call's identity).
     pub reject_payload_mismatch: bool,
 }
 

@@ -331,6 +331,16 @@ pub enum KeyInput<'a> {
         /// The call's whole input.
         payload: &'a serde_json::Value,
     },
+    /// `EXPLICIT` strategy with a key that comes from outside the application (a caller's
+    /// inbound `Idempotency-Key`, a key a client sends): as [`KeyInput::ExplicitWithPayload`]
+    /// for the key and the fingerprint, but a repeat with another payload is refused whatever
+    /// the policy (SPEC v1.2 §9 rule 1, see [`crate::KeyOrigin`]).
+    OutsideKey {
+        /// The key the caller sent.
+        key: &'a str,
+        /// The call's whole input.
+        payload: &'a serde_json::Value,
+    },
 }
 
 /// A key: the 32-byte SHA-256 of the canonical material. `Display`, `Debug` and
@@ -521,7 +531,9 @@ pub(crate) fn derive_key_and_print(
 fn write_input<S: Sink>(input: KeyInput<'_>, out: &mut S) -> Result<bool, KeyError> {
     match input {
         KeyInput::Explicit(_) => return Ok(false),
-        KeyInput::ExplicitWithPayload { payload, .. } => write_json_data(payload, &[], out)?,
+        KeyInput::ExplicitWithPayload { payload, .. } | KeyInput::OutsideKey { payload, .. } => {
+            write_json_data(payload, &[], out)?
+        }
         KeyInput::Json(json) => {
             let tape = parse::parse(json).map_err(|f| f.into_error("input"))?;
             write_tree_data(&tape, &[], out)?;
@@ -618,7 +630,10 @@ fn write_material<S: Sink>(
     let tenant = scope.tenant.map(|t| identity("tenant", t)).transpose()?;
     let run = scope.run.map(|r| identity("run", r)).transpose()?;
     let scope_name = identity("scope", scope.scope)?;
-    if let KeyInput::Explicit(key) | KeyInput::ExplicitWithPayload { key, .. } = input {
+    if let KeyInput::Explicit(key)
+    | KeyInput::ExplicitWithPayload { key, .. }
+    | KeyInput::OutsideKey { key, .. } = input
+    {
         if is_blank(key) {
             return Err(KeyError::BlankExplicitKey);
         }
@@ -634,7 +649,9 @@ fn write_material<S: Sink>(
     out.put(b",");
     text::write_str(&scope_name, out);
     match input {
-        KeyInput::Explicit(key) | KeyInput::ExplicitWithPayload { key, .. } => {
+        KeyInput::Explicit(key)
+        | KeyInput::ExplicitWithPayload { key, .. }
+        | KeyInput::OutsideKey { key, .. } => {
             out.put(b",\"explicit\",");
             write_nfc_str(key, out);
         }

@@ -1620,9 +1620,28 @@ static void payload_fingerprint_on(idemkit_store *store, const char *tenant) {
     if (!store) return;
     idemkit_policy policy = policy_with(IDEMKIT_STRATEGY_EXPLICIT, IDEMKIT_ON_CACHE_HIT_RETURN_CACHED, false);
     policy.ttl_seconds = 60;
-    idemkit_tool *charge = make_tool("charge", &policy, 0);
     idemkit_call *call = NULL;
     idemkit_begin_result r;
+
+    /* By default the key is the application's: another body under the same title is the same
+     * issue, answered from the record (SPEC v1.2 section 9 rule 1). */
+    idemkit_tool *issue = make_tool("create_issue", &policy, 0);
+    EXPECT_STATUS(begin_paid(store, issue, tenant, "Login fails", "{\"title\":\"Login fails\",\"body\":\"a\"}", &call, &r),
+                  IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_EXECUTE && call != NULL, "answer %d", (int)r.answer);
+    EXPECT_STATUS(idemkit_complete(call, "\"issue 1\"", NULL), IDEMKIT_STATUS_OK);
+    idemkit_call_free(call);
+    idemkit_begin_result_clear(&r);
+    call = NULL;
+    EXPECT_STATUS(begin_paid(store, issue, tenant, "Login fails", "{\"title\":\"Login fails\",\"body\":\"edited\"}", &call, &r),
+                  IDEMKIT_STATUS_OK);
+    EXPECT(r.answer == IDEMKIT_ANSWER_CACHED_SUCCESS && call == NULL, "answer %d", (int)r.answer);
+    idemkit_begin_result_clear(&r);
+    idemkit_tool_free(issue);
+
+    /* With reject_payload_mismatch another payload under a used key is refused. */
+    policy.reject_payload_mismatch = true;
+    idemkit_tool *charge = make_tool("charge", &policy, 0);
 
     /* The first call runs; its record keeps the fingerprint of the whole input. */
     EXPECT_STATUS(begin_paid(store, charge, tenant, "order-1", "{\"amount\":5,\"currency\":\"EUR\"}", &call, &r),

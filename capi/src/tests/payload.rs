@@ -1,7 +1,8 @@
-//! The payload fingerprint through the C ABI (SPEC v1.1 rule 9): an `EXPLICIT` call hands its
-//! whole input to `idemkit_begin_with_payload`, and the executor refuses a repeat of the key
-//! with another input; `reject_payload_mismatch` does the same for `HASH_INPUT` with
-//! `key_arguments`.
+//! The payload fingerprint through the C ABI (SPEC v1.1 rule 9, v1.2 §9 rule 1): an `EXPLICIT`
+//! call hands its whole input to `idemkit_begin_with_payload`; the record keeps its fingerprint,
+//! and with `reject_payload_mismatch` the executor refuses a repeat of the key with another
+//! input (the key is the application's: without it the other fields may differ), as it does for
+//! `HASH_INPUT` with `key_arguments`.
 
 use std::ffi::CStr;
 use std::ptr::{null, null_mut};
@@ -48,10 +49,56 @@ fn explicit_policy() -> IdemkitPolicy {
     policy
 }
 
+/// An `EXPLICIT` policy that refuses another payload under a used key.
+fn strict_policy() -> IdemkitPolicy {
+    let mut policy = explicit_policy();
+    policy.reject_payload_mismatch = true;
+    policy
+}
+
+#[test]
+fn an_explicit_key_lets_the_other_fields_differ_unless_the_policy_rejects_it() {
+    // The seed's create_issue: keyed on the title, so an edited body is the same issue.
+    let store = memory_store();
+    let create = tool("create_issue", &explicit_policy());
+    let (status, call, mut result) = begin_with(
+        store,
+        create,
+        "Login fails",
+        Some(r#"{"title":"Login fails","body":"500"}"#),
+    );
+    assert_eq!(status, IdemkitStatus::Ok, "{}", last_message());
+    assert_eq!(result.answer, IdemkitAnswer::Execute);
+    let json = c(r#""issue 1""#);
+    assert_eq!(
+        unsafe { idemkit_complete(call, json.as_ptr(), null_mut()) },
+        IdemkitStatus::Ok
+    );
+    unsafe {
+        idemkit_call_free(call);
+        idemkit_begin_result_clear(&mut result);
+    }
+    let (status, call, mut result) = begin_with(
+        store,
+        create,
+        "Login fails",
+        Some(r#"{"title":"Login fails","body":"500 (edited)"}"#),
+    );
+    assert_eq!(status, IdemkitStatus::Ok, "{}", last_message());
+    assert_eq!(result.answer, IdemkitAnswer::CachedSuccess);
+    assert!(call.is_null());
+    assert_eq!(text(result.result_json), r#""issue 1""#);
+    unsafe {
+        idemkit_begin_result_clear(&mut result);
+        idemkit_tool_free(create);
+        idemkit_store_free(store);
+    }
+}
+
 #[test]
 fn an_explicit_key_repeated_with_another_payload_is_refused_and_runs_nothing() {
     let store = memory_store();
-    let charge = tool("charge", &explicit_policy());
+    let charge = tool("charge", &strict_policy());
     let (status, call, mut result) = begin_with(
         store,
         charge,
@@ -136,7 +183,7 @@ fn an_explicit_key_repeated_with_another_payload_is_refused_and_runs_nothing() {
 fn a_remembered_failure_is_not_replaced_by_a_call_with_another_payload() {
     // RETURN_CACHED_IF_SUCCESS runs a remembered failure again, but only for the same payload.
     let store = memory_store();
-    let mut policy = explicit_policy();
+    let mut policy = strict_policy();
     policy.on_cache_hit = IdemkitOnCacheHit::ReturnCachedIfSuccess as i32;
     policy.cache_failures = true;
     let charge = tool("charge", &policy);

@@ -39,6 +39,8 @@ public record IdempotencyEvent(Kind kind, String tool, String key, String tenant
         RECORD_FAILED,
         /** A failed call is run again after a pause, under the same key. */
         RETRIED,
+        /** A repeat of a used key came with another payload and was refused; nothing ran. */
+        PAYLOAD_MISMATCH,
         /** Events were dropped because none were delivered for a while (the detail counts them). */
         DROPPED,
         /** An event of a kind this version of the binding does not know. */

@@ -25,9 +25,9 @@ public @interface Idempotent {
     /**
      * How long a record is kept after its outcome (or after its lease); must be positive.
      *
-     * @return the time to live in seconds; default one hour
+     * @return the time to live in seconds; default the core's, one hour
      */
-    long ttlSeconds() default 3600;
+    long ttlSeconds() default PolicyDefaults.TTL_SECONDS;
 
     /**
      * What a repeat of a remembered call gets.
@@ -54,9 +54,9 @@ public @interface Idempotent {
     /**
      * How long an in-progress claim holds before its owner is presumed dead; must be positive.
      *
-     * @return the lease in seconds; default 300
+     * @return the lease in seconds; default the core's, 300
      */
-    long leaseSeconds() default 300;
+    long leaseSeconds() default PolicyDefaults.LEASE_SECONDS;
 
     /**
      * What the body does to the world, which decides what its failure means (SPEC v1.1 rule 7):
@@ -86,11 +86,12 @@ public @interface Idempotent {
     Class<? extends Throwable>[] permanent() default {};
 
     /**
-     * For {@code HASH_INPUT} with {@link #keyArguments()}: refuse a repeat whose whole input
-     * differs from the recorded call's with {@link PayloadMismatchException} (SPEC v1.1 rule 9).
-     * Off by default: that a non-key argument may differ (a request id fresh per attempt) is the
-     * point of {@code keyArguments}. {@code EXPLICIT} calls are checked when they pass their input;
-     * plain {@code HASH_INPUT} keys on the whole input and cannot mismatch.
+     * For {@code EXPLICIT} and {@code HASH_INPUT} with {@link #keyArguments()}: refuse a repeat
+     * whose whole input differs from the recorded call's with {@link PayloadMismatchException}
+     * (SPEC v1.2 §9 rule 1). Off by default: such a key names the fields that are the identity, so
+     * the others may differ (a request id fresh per attempt, an edited body under the same title).
+     * Plain {@code HASH_INPUT} keys on the whole input and cannot mismatch; the fingerprint is
+     * stored either way.
      *
      * @return whether a differing payload is refused
      */

@@ -132,8 +132,10 @@ final class IdempotentInvoker {
             Reference.reachabilityFence(store);
             Reference.reachabilityFence(tool);
             Reference.reachabilityFence(nativeContext);
+            // Also when the core refused the call (a held failure, a payload mismatch): its
+            // event reaches the listeners with its own answer, not with a later call's.
+            store.deliverEvents();
         }
-        store.deliverEvents();
         if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
             return decode(tool, codec, answer);
         }
@@ -152,8 +154,11 @@ final class IdempotentInvoker {
                                 tool.name,
                                 NativeBridge.key(answer));
                     }
-                    answer = NativeBridge.advance(attempt, STEP_BUDGET_MS);
-                    store.deliverEvents();
+                    try {
+                        answer = NativeBridge.advance(attempt, STEP_BUDGET_MS);
+                    } finally {
+                        store.deliverEvents();
+                    }
                     if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
                         reported = true;
                         return decode(tool, codec, answer);

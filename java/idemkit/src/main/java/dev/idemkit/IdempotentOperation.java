@@ -262,7 +262,12 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                                             ? parsed
                                             : notRun(
                                                     () -> JsonWire.read(mapper, t.name, jsonInput));
-                            return t.invoke(notRun(() -> t.bind(node, context)));
+                            return t.invoke(
+                                    notRun(
+                                            () -> {
+                                                t.checkFloating(jsonInput);
+                                                return t.bind(node, context);
+                                            }));
                         });
     }
 
@@ -504,16 +509,9 @@ public final class IdempotentOperation<T> implements AutoCloseable {
             }
             registrar.adopt(new long[] {nativeTool.handle});
             if (!listeners.isEmpty()) {
-                List<IdempotencyListener> own = List.copyOf(listeners);
                 String toolName = nativeTool.name;
                 IdempotencyListener filtered =
-                        event -> {
-                            if (toolName.equals(event.tool())) {
-                                for (IdempotencyListener l : own) {
-                                    l.onEvent(event);
-                                }
-                            }
-                        };
+                        NativeIdempotencyStore.scoped(toolName::equals, listeners);
                 NativeIdempotencyStore s = registrar.store;
                 s.addListener(filtered);
                 registrar.onClose(() -> s.removeListener(filtered));

@@ -25,7 +25,8 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
         "released",
         "store_error",
         "record_failed",
-        "retried"
+        "retried",
+        "payload_mismatch"
     };
     private static final System.Logger LOG = System.getLogger("dev.idemkit");
 
@@ -187,16 +188,41 @@ public abstract class NativeIdempotencyStore implements IdempotencyStore {
                             fields[i + 3],
                             fields[i + 4]);
             for (IdempotencyListener listener : listeners) {
-                try {
-                    listener.onEvent(event);
-                } catch (RuntimeException | LinkageError | AssertionError thrown) {
-                    LOG.log(
-                            System.Logger.Level.WARNING,
-                            "idemkit: an event listener threw on " + event + "; the call goes on",
-                            thrown);
-                }
+                notify(listener, event);
             }
         }
+    }
+
+    /** Calls one listener; one that throws is logged, and the others and the call go on. */
+    static void notify(IdempotencyListener listener, IdempotencyEvent event) {
+        try {
+            listener.onEvent(event);
+        } catch (RuntimeException | LinkageError | AssertionError thrown) {
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "idemkit: an event listener threw on " + event + "; the call goes on",
+                    thrown);
+        }
+    }
+
+    /**
+     * One store listener for a builder's own listeners: the events of the tools {@code owns}
+     * accepts, and {@link IdempotencyEvent.Kind#DROPPED} (which names no tool: the listeners would
+     * otherwise miss that events were lost), each listener called on its own.
+     */
+    static IdempotencyListener scoped(
+            java.util.function.Predicate<String> owns, java.util.List<IdempotencyListener> own) {
+        java.util.List<IdempotencyListener> copy = java.util.List.copyOf(own);
+        return event -> {
+            boolean ours =
+                    event.kind() == IdempotencyEvent.Kind.DROPPED
+                            || (event.tool() != null && owns.test(event.tool()));
+            if (ours) {
+                for (IdempotencyListener l : copy) {
+                    notify(l, event);
+                }
+            }
+        };
     }
 
     @Override

@@ -3,9 +3,9 @@ package dev.idemkit;
 /**
  * A repeat of a key whose record was made by a call with another payload: the fingerprints of the
  * two inputs differ (SPEC v1.1 rule 9; HTTP's 422 Unprocessable Content). Nothing was run and the
- * record is unchanged; a new request needs a new key. Raised for {@code EXPLICIT} keys, and for
+ * record is unchanged; a new request needs a new key. Raised for {@code EXPLICIT} keys and for
  * {@code HASH_INPUT} with {@code keyArguments} when {@link Idempotent#rejectPayloadMismatch()} is
- * set.
+ * set (SPEC v1.2 §9 rule 1).
  */
 public class PayloadMismatchException extends IdempotencyException {
     private static final long serialVersionUID = 1L;

@@ -332,6 +332,37 @@ final class RegisteredTool {
     }
 
     /** Arguments from parsed JSON text. */
+    /**
+     * Before {@link #bind(JsonNode, IdempotencyContext)} of input text: a tool's own mapper may
+     * read a JSON number as a {@code double} already, losing the digits the key was made of, so the
+     * {@code double} and {@code float} arguments are checked on the text read exactly. Nothing to
+     * do for a tool without such parameters.
+     */
+    void checkFloating(String jsonInput) {
+        boolean any = false;
+        for (Param p : params) {
+            any |= p.slot != Slot.CONTEXT && FLOATING.contains(p.raw);
+        }
+        if (!any) {
+            return;
+        }
+        JsonNode exact;
+        try {
+            exact = JsonWire.read(name, jsonInput);
+        } catch (InvalidToolInputException unreadable) {
+            return; // the binding itself says what is wrong with the text
+        }
+        for (Param p : params) {
+            if (p.slot == Slot.CONTEXT || !FLOATING.contains(p.raw)) {
+                continue;
+            }
+            JsonNode value = p.slot == Slot.WHOLE_INPUT ? exact : exact.get(p.name);
+            if (value != null && value.isNumber()) {
+                exactFloating(p, value);
+            }
+        }
+    }
+
     Object[] bind(JsonNode input, IdempotencyContext context) {
         if (!wholeInput) {
             if (!input.isObject()) {
@@ -395,11 +426,16 @@ final class RegisteredTool {
      * Reads an argument as its parameter's type, refusing lossy number conversions: a number with a
      * fraction for an integer type ({@code 12.5} for a {@code long}) at any depth. A whole number
      * written with a fraction or exponent ({@code 12.0}, {@code 1.2e1}) is its integer when it is
-     * the argument itself.
+     * the argument itself. A number for a {@code double} or {@code float} (boxed too) must be the
+     * shortest decimal of the value it becomes, compared as the key compares numbers ({@code 0.1},
+     * {@code 2.0}, {@code 1e2} bind): otherwise the body would get another number than the key was
+     * made of.
      */
     private Object read(Param p, JsonNode value) {
         if (INTEGRAL.contains(p.raw) && value.isNumber() && !value.isIntegralNumber()) {
             value = whole(p, value);
+        } else if (FLOATING.contains(p.raw) && value.isNumber()) {
+            exactFloating(p, value);
         }
         try {
             return mapper.readerFor(p.type)
@@ -434,6 +470,59 @@ final class RegisteredTool {
         }
         return BigIntegerNode.valueOf(exact.toBigIntegerExact());
     }
+
+    /**
+     * Refuses a number that a {@code double} or {@code float} cannot hold as written: one whose
+     * value, rounded to the type, has a shortest decimal of another value ({@code
+     * 9007199254740993}, {@code 0.10000000000000000555}), or that overflows ({@code 1e300} for a
+     * {@code float}). A Java double or float handed over in a map is its own value.
+     */
+    private void exactFloating(Param p, JsonNode value) {
+        if (value.isDouble() || value.isFloat()) {
+            return;
+        }
+        BigDecimal exact = value.decimalValue();
+        if (exact.signum() == 0) {
+            return;
+        }
+        boolean single = p.raw == float.class || p.raw == Float.class;
+        String shortest = null;
+        if (single) {
+            float f = exact.floatValue();
+            if (Float.isFinite(f)) {
+                shortest = ShortestDecimal.of(f);
+            }
+        } else {
+            double d = exact.doubleValue();
+            if (Double.isFinite(d)) {
+                shortest = ShortestDecimal.of(d);
+            }
+        }
+        if (shortest != null && new BigDecimal(shortest).compareTo(exact) == 0) {
+            return;
+        }
+        throw new InvalidToolInputException(
+                "argument `"
+                        + describe(p)
+                        + "` of `"
+                        + name
+                        + "` is "
+                        + value.asText()
+                        + ", which a "
+                        + p.raw.getSimpleName()
+                        + (shortest == null
+                                ? " cannot hold (it overflows)"
+                                : " would hold as " + shortest)
+                        + "; it is refused rather than rounded, so that the body gets the number the"
+                        + " key was made of (send at most the digits the type holds, or declare the"
+                        + " parameter BigDecimal)",
+                name,
+                describe(p),
+                null);
+    }
+
+    private static final Set<Class<?>> FLOATING =
+            Set.of(double.class, float.class, Double.class, Float.class);
 
     private static final Set<Class<?>> INTEGRAL =
             Set.of(

@@ -189,7 +189,12 @@ public final class ToolDispatcher implements AutoCloseable {
                             early != null
                                     ? early
                                     : bindOrRefuse(() -> parse(registered, jsonInput));
-                    return registered.invoke(bindOrRefuse(() -> registered.bind(node, context)));
+                    return registered.invoke(
+                            bindOrRefuse(
+                                    () -> {
+                                        registered.checkFloating(jsonInput);
+                                        return registered.bind(node, context);
+                                    }));
                 });
     }
 
@@ -502,15 +507,8 @@ public final class ToolDispatcher implements AutoCloseable {
             }
             if (!listeners.isEmpty()) {
                 java.util.Set<String> names = java.util.Set.copyOf(registered.keySet());
-                List<IdempotencyListener> own = List.copyOf(listeners);
                 IdempotencyListener filtered =
-                        event -> {
-                            if (event.tool() != null && names.contains(event.tool())) {
-                                for (IdempotencyListener l : own) {
-                                    l.onEvent(event);
-                                }
-                            }
-                        };
+                        NativeIdempotencyStore.scoped(names::contains, listeners);
                 s.addListener(filtered);
                 registrar.onClose(() -> s.removeListener(filtered));
             }

@@ -205,7 +205,7 @@ class CrossLanguageTest {
         }
 
         @Tool(name = "cross_order")
-        @Idempotent(strategy = KeyStrategy.EXPLICIT)
+        @Idempotent(strategy = KeyStrategy.EXPLICIT, rejectPayloadMismatch = true)
         public String crossOrder(String order, int amount) {
             runs.incrementAndGet();
             return "java:" + order;
@@ -235,13 +235,13 @@ class CrossLanguageTest {
                             key);
             assertEquals(0, same.get("ran").asInt(), same.toString());
             assertEquals("java:" + order, same.get("result").asText(), same.toString());
+            String edited = "{\"order\":\"" + order + "\",\"amount\":6}";
+            // The key is the application's: the other fields may differ unless the policy asks.
+            JsonNode lenient = rust(url, "cross_order", tenant, edited, key);
+            assertEquals(0, lenient.get("ran").asInt(), lenient.toString());
+            assertEquals("java:" + order, lenient.get("result").asText(), lenient.toString());
             JsonNode other =
-                    rust(
-                            url,
-                            "cross_order",
-                            tenant,
-                            "{\"order\":\"" + order + "\",\"amount\":6}",
-                            key);
+                    rust(url, "cross_order", tenant, edited, key, "--reject-payload-mismatch");
             assertEquals(0, other.get("ran").asInt(), other.toString());
             assertEquals("payload_mismatch", other.get("error").asText(), other.toString());
             assertEquals(1, orders.runs.get());

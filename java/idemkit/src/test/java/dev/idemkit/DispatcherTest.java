@@ -310,11 +310,10 @@ class DispatcherTest {
         String again =
                 (String) d.call("create_issue", "{\"body\":\"a\",\"title\":\"fix login bug\"}");
         assertEquals(first, again);
-        // Another body under the same key is another request: refused, nothing runs (SPEC v1.1
-        // rule 9).
-        assertThrows(
-                PayloadMismatchException.class,
-                () -> d.call("create_issue", "{\"title\":\"fix login bug\",\"body\":\"other\"}"));
+        // Another body under the same title is the same issue (SPEC v1.2 §9 rule 1): the key is
+        // the application's, so the other fields may differ.
+        assertEquals(
+                first, d.call("create_issue", "{\"title\":\"fix login bug\",\"body\":\"other\"}"));
         assertEquals(1, issues.created.get());
         assertEquals(3, issues.supplied.get());
         // The context's key is the 64-hex key; suppliedKey() the raw one (SPEC §5).

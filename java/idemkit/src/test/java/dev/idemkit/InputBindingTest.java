@@ -38,6 +38,13 @@ class InputBindingTest {
             return nights * 100 + (guests == null ? 0 : guests);
         }
 
+        @Tool(name = "measure")
+        @Idempotent
+        public String measure(double metres, Float kilos) {
+            runs.incrementAndGet();
+            return metres + "/" + kilos;
+        }
+
         @Tool(name = "rooms")
         @Idempotent
         public long rooms(List<Long> numbers) {
@@ -83,6 +90,52 @@ class InputBindingTest {
             assertEquals(1200L, d.call("book_room", "{\"nights\":1.2e1}"));
             assertEquals(1, hotel.runs.get());
             assertEquals(203L, d.call("book_room", Map.of("nights", 2, "guests", 3L)));
+        }
+    }
+
+    @Test
+    void a_number_a_double_or_float_cannot_hold_as_written_is_refused_not_rounded() {
+        Hotel hotel = new Hotel();
+        try (ToolDispatcher d = ToolDispatcher.builder().tools(hotel).store(store).build()) {
+            // The key is made of the exact decimal; the body would get another number.
+            for (String lossy :
+                    List.of(
+                            "{\"metres\":9007199254740993}",
+                            "{\"metres\":0.10000000000000000555}",
+                            "{\"metres\":1e400}",
+                            "{\"metres\":1,\"kilos\":1e300}",
+                            "{\"metres\":1,\"kilos\":16777217}")) {
+                InvalidToolInputException e =
+                        assertThrows(
+                                InvalidToolInputException.class,
+                                () -> d.call("measure", lossy),
+                                lossy);
+                assertEquals("measure", e.tool());
+                assertTrue(
+                        e.argument().equals("metres") || e.argument().equals("kilos"),
+                        e.argument());
+                assertTrue(e.getMessage().contains("refused rather than rounded"), e.getMessage());
+            }
+            InvalidToolInputException overflow =
+                    assertThrows(
+                            InvalidToolInputException.class,
+                            () -> d.call("measure", "{\"metres\":1,\"kilos\":1e300}"));
+            assertEquals("kilos", overflow.argument());
+            assertTrue(overflow.getMessage().contains("1E+300"), overflow.getMessage());
+            InvalidToolInputException fromMap =
+                    assertThrows(
+                            InvalidToolInputException.class,
+                            () -> d.call("measure", Map.of("metres", 9007199254740993L)));
+            assertEquals("metres", fromMap.argument());
+            assertEquals(0, hotel.runs.get(), "no body ran");
+
+            // The shortest decimal of the value, in any spelling the key takes as equal, binds.
+            assertEquals("0.1/null", d.call("measure", "{\"metres\":0.1}"));
+            assertEquals("100.0/2.0", d.call("measure", "{\"metres\":1e2,\"kilos\":2.0}"));
+            assertEquals("100.0/2.0", d.call("measure", "{\"metres\":100,\"kilos\":2}"));
+            assertEquals("0.1/0.1", d.call("measure", "{\"metres\":0.1,\"kilos\":0.1}"));
+            assertEquals("0.1/null", d.call("measure", Map.of("metres", 0.1d)));
+            assertEquals(3, hotel.runs.get());
         }
     }
 

@@ -43,7 +43,10 @@ class JdbcOlderTableTest {
     private DataSource dataSource;
     private String table;
 
-    /** An EXPLICIT tool keyed by the order id; the payload is the whole input. */
+    /**
+     * An EXPLICIT tool keyed by the order id that refuses another payload; the payload is the whole
+     * input.
+     */
     public static class Orders implements IdempotencyKeySupplier {
         final AtomicInteger runs = new AtomicInteger();
 
@@ -53,7 +56,7 @@ class JdbcOlderTableTest {
         }
 
         @Tool(name = "older_table_charge")
-        @Idempotent(strategy = KeyStrategy.EXPLICIT)
+        @Idempotent(strategy = KeyStrategy.EXPLICIT, rejectPayloadMismatch = true)
         public int charge(String order, int amount) {
             runs.incrementAndGet();
             return amount;

@@ -15,9 +15,10 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The payload fingerprint from the Java face (SPEC v1.1 rule 9), on the in-memory store and on real
- * Redis and PostgreSQL: with {@code keyArguments} a differing non-key argument is answered from the
- * record by default, and refused with {@link PayloadMismatchException} when the policy asks. The
+ * The payload fingerprint from the Java face (SPEC v1.1 rule 9, v1.2 §9 rule 1), on the in-memory
+ * store and on real Redis and PostgreSQL: a key the application derives ({@code keyArguments}, an
+ * {@code EXPLICIT} supplier) lets the other fields differ by default, answered from the record, and
+ * a differing payload is refused with {@link PayloadMismatchException} when the policy asks. The
  * core decides; Java only maps the kind.
  */
 class PayloadFingerprintTest {
@@ -41,7 +42,32 @@ class PayloadFingerprintTest {
         }
     }
 
-    /** EXPLICIT tools: the key comes from the order id, the payload is the whole input. */
+    /** The seed's create_issue: the title is the key, so that an edited body is the same issue. */
+    public static class Issues implements IdempotencyKeySupplier {
+        final AtomicInteger created = new AtomicInteger();
+
+        @Override
+        public String idempotencyKeyFor(Map<String, Object> input) {
+            return (String) input.get("title");
+        }
+
+        @Tool(name = "create_issue")
+        @Idempotent(strategy = KeyStrategy.EXPLICIT)
+        public String createIssue(String title, String body) {
+            return "issue #" + created.incrementAndGet();
+        }
+
+        @Tool(name = "create_issue_strict")
+        @Idempotent(strategy = KeyStrategy.EXPLICIT, rejectPayloadMismatch = true)
+        public String createIssueStrict(String title, String body) {
+            return "issue #" + created.incrementAndGet();
+        }
+    }
+
+    /**
+     * EXPLICIT tools that opt in to the check: the key comes from the order id, the payload is the
+     * whole input.
+     */
     public static class Orders implements IdempotencyKeySupplier {
         final AtomicInteger runs = new AtomicInteger();
 
@@ -51,7 +77,7 @@ class PayloadFingerprintTest {
         }
 
         @Tool(name = "charge")
-        @Idempotent(strategy = KeyStrategy.EXPLICIT)
+        @Idempotent(strategy = KeyStrategy.EXPLICIT, rejectPayloadMismatch = true)
         public int charge(String order, int amount) {
             runs.incrementAndGet();
             return amount;
@@ -61,13 +87,55 @@ class PayloadFingerprintTest {
         @Idempotent(
                 strategy = KeyStrategy.EXPLICIT,
                 onCacheHit = RetryBehavior.RETURN_CACHED_IF_SUCCESS,
-                cacheFailures = true)
+                cacheFailures = true,
+                rejectPayloadMismatch = true)
         public int chargeAgain(String order, int amount, boolean decline) {
             runs.incrementAndGet();
             if (decline) {
                 throw new IllegalStateException("declined");
             }
             return amount;
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("stores")
+    void an_edited_body_under_the_same_title_is_the_same_issue_unless_the_policy_refuses_it(
+            String name, Supplier<IdempotencyStore> stores) {
+        Issues issues = new Issues();
+        java.util.List<IdempotencyEvent.Kind> events =
+                java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        try (IdempotencyStore store = stores.get();
+                ToolDispatcher dispatcher =
+                        ToolDispatcher.builder()
+                                .tools(issues)
+                                .store(store)
+                                .tenant("fingerprint-" + UUID.randomUUID())
+                                .listener(e -> events.add(e.kind()))
+                                .build()) {
+            Map<String, Object> first = Map.of("title", "Login fails", "body", "500 on submit");
+            Map<String, Object> edited =
+                    Map.of("title", "Login fails", "body", "500 on submit (Firefox only)");
+            assertEquals("issue #1", dispatcher.call("create_issue", first));
+            assertEquals(
+                    "issue #1",
+                    dispatcher.call("create_issue", edited),
+                    "the edited body is answered from the record");
+            assertEquals(1, issues.created.get(), "one issue");
+            assertEquals(
+                    java.util.List.of(
+                            IdempotencyEvent.Kind.ACQUIRED, IdempotencyEvent.Kind.DEDUPLICATED),
+                    events,
+                    "the second answer is a replay");
+
+            // Opted in: another body under the same title is another request.
+            assertEquals("issue #2", dispatcher.call("create_issue_strict", first));
+            PayloadMismatchException e =
+                    assertThrows(
+                            PayloadMismatchException.class,
+                            () -> dispatcher.call("create_issue_strict", edited));
+            assertEquals("create_issue_strict", e.tool());
+            assertEquals(2, issues.created.get(), "a mismatched repeat runs nothing");
         }
     }
 

@@ -698,12 +698,38 @@ class WebServiceExecutorTest {
         assertEquals(2, orders.supplied.get());
         assertEquals(1, server.count());
         assertEquals(Map.of("seq", 1), again.value());
-        // Another qty under the same key is another request: refused, nothing is sent (SPEC v1.1
-        // rule 9).
+        // Another qty under the same supplied key: the supplier says the order is the identity,
+        // so it is answered from the record and nothing is sent (SPEC v1.2 §9 rule 1).
+        WebServiceResponse<Object> edited =
+                ws.invokeForResponse("place_order", Map.of("order", "A-17", "qty", 3));
+        assertTrue(edited.replayed());
+        assertEquals(1, server.count());
+    }
+
+    /** EXPLICIT with the payload check asked for. */
+    public static class StrictOrders implements IdempotencyKeySupplier {
+        @Override
+        public String idempotencyKeyFor(Map<String, Object> input) {
+            return "order-" + input.get("order");
+        }
+
+        @WebService(name = "place_order_strict", endpoint = "/orders")
+        @Idempotent(strategy = KeyStrategy.EXPLICIT, rejectPayloadMismatch = true)
+        public Map<String, Object> placeOrder(
+                @ToolParam(name = "order") String order, @ToolParam(name = "qty") int qty) {
+            return null;
+        }
+    }
+
+    @Test
+    void explicit_with_reject_payload_mismatch_refuses_another_input_and_sends_nothing() {
+        WebServiceExecutor ws = executor(new StrictOrders()).build();
+        WebServiceResponse<Object> r =
+                ws.invokeForResponse("place_order_strict", Map.of("order", "B-1", "qty", 2));
         PayloadMismatchException mismatch =
                 assertThrows(
                         PayloadMismatchException.class,
-                        () -> ws.invoke("place_order", Map.of("order", "A-17", "qty", 3)));
+                        () -> ws.invoke("place_order_strict", Map.of("order", "B-1", "qty", 3)));
         assertEquals(r.key(), mismatch.key());
         assertEquals(1, server.count());
     }

@@ -63,9 +63,9 @@ public final class IdempotencyMetrics implements IdempotencyListener {
     /**
      * What an event says about the call, the {@code outcome} tag: {@code executed} (the body runs),
      * {@code deduplicated} (a remembered outcome answered), {@code waited} (the call waited for
-     * another caller), {@code refused} (fail-fast, a wait past the deadline), {@code failed} (a
-     * failure released, retried or held as indeterminate), {@code error} (the store failed, or an
-     * outcome could not be recorded), {@code other}.
+     * another caller), {@code refused} (fail-fast, a wait past the deadline, a payload mismatch),
+     * {@code failed} (a failure released, retried or held as indeterminate), {@code error} (the
+     * store failed, or an outcome could not be recorded), {@code other}.
      *
      * @param kind the event's kind
      * @return the outcome tag's value
@@ -80,6 +80,7 @@ public final class IdempotencyMetrics implements IdempotencyListener {
                 return "waited";
             case WAIT_TIMED_OUT:
             case FAILED_FAST:
+            case PAYLOAD_MISMATCH:
                 return "refused";
             case RELEASED:
             case RETRIED:

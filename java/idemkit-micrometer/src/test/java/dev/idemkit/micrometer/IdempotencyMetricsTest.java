@@ -31,6 +31,79 @@ class IdempotencyMetricsTest {
         }
     }
 
+    /** Answers that are the core's refusals and failures, each one event. */
+    public static class Refusals implements dev.idemkit.IdempotencyKeySupplier {
+        @Override
+        public String idempotencyKeyFor(java.util.Map<String, Object> input) {
+            return (String) input.get("title");
+        }
+
+        @Tool(name = "charge")
+        @Idempotent(effect = dev.idemkit.Effect.EFFECTFUL)
+        public String charge(String order) {
+            throw new IllegalStateException("the payment service did not answer");
+        }
+
+        @Tool(name = "create_issue")
+        @Idempotent(strategy = dev.idemkit.KeyStrategy.EXPLICIT, rejectPayloadMismatch = true)
+        public String createIssue(String title, String body) {
+            return "issue";
+        }
+
+        @Tool(name = "nights")
+        @Idempotent
+        public long nights(long nights) {
+            return nights;
+        }
+    }
+
+    @Test
+    void the_meter_counts_what_the_core_counts() {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        try (InMemoryIdempotencyStore store = new InMemoryIdempotencyStore();
+                ToolDispatcher dispatcher =
+                        ToolDispatcher.builder()
+                                .tools(new Refusals())
+                                .store(store)
+                                .listener(new IdempotencyMetrics(registry))
+                                .build()) {
+            java.util.Map<String, Object> order = java.util.Map.of("order", "A-1");
+            for (int i = 1; i <= 3; i++) {
+                org.junit.jupiter.api.Assertions.assertThrows(
+                        dev.idemkit.IndeterminateOutcomeException.class,
+                        () -> dispatcher.call("charge", order));
+                // Counted with its own answer, not with a later call's.
+                assertEquals(i, metered(registry, "indeterminate"), "after call " + i);
+            }
+            dispatcher.call("create_issue", java.util.Map.of("title", "t", "body", "a"));
+            org.junit.jupiter.api.Assertions.assertThrows(
+                    dev.idemkit.PayloadMismatchException.class,
+                    () ->
+                            dispatcher.call(
+                                    "create_issue", java.util.Map.of("title", "t", "body", "b")));
+            assertEquals(1.0, metered(registry, "payload_mismatch"));
+            org.junit.jupiter.api.Assertions.assertThrows(
+                    dev.idemkit.InvalidToolInputException.class,
+                    () -> dispatcher.call("nights", "{\"nights\":1.5}"));
+            java.util.Map<String, Long> core = store.eventCounts();
+            for (String kind :
+                    java.util.List.of(
+                            "acquired", "indeterminate", "payload_mismatch", "released")) {
+                assertEquals((double) core.get(kind), metered(registry, kind), kind);
+            }
+            assertEquals(3L, core.get("indeterminate"));
+            assertEquals(1L, core.get("payload_mismatch"));
+            assertEquals(1L, core.get("released"));
+        }
+    }
+
+    /** The meter's count of {@code kind}, over every tool and outcome. */
+    private static double metered(SimpleMeterRegistry registry, String kind) {
+        return registry.find(IdempotencyMetrics.EVENTS).tag("kind", kind).counters().stream()
+                .mapToDouble(Counter::count)
+                .sum();
+    }
+
     /** Holds its key until released, so that a second caller waits for it. */
     public static class Held {
         volatile CountDownLatch release = new CountDownLatch(1);
@@ -125,6 +198,7 @@ class IdempotencyMetricsTest {
     @Test
     void every_kind_has_an_outcome_and_dropped_events_are_counted_by_their_number() {
         assertEquals("refused", IdempotencyMetrics.outcome(IdempotencyEvent.Kind.FAILED_FAST));
+        assertEquals("refused", IdempotencyMetrics.outcome(IdempotencyEvent.Kind.PAYLOAD_MISMATCH));
         assertEquals("failed", IdempotencyMetrics.outcome(IdempotencyEvent.Kind.INDETERMINATE));
         assertEquals("error", IdempotencyMetrics.outcome(IdempotencyEvent.Kind.STORE_ERROR));
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
