@@ -991,7 +991,10 @@ impl Executor {
                             lease_ms: policy.lease.as_millis() as u64,
                             ttl_ms: policy.ttl.as_millis() as u64,
                         };
-                        let taking = self.store.take_over(&request);
+                        let taking = crate::store::answer_by(
+                            attempt.deadline,
+                            self.store.take_over(&request),
+                        );
                         let taken = match attempt.deadline {
                             None => Some(taking.await),
                             Some(deadline) => {
@@ -1608,6 +1611,7 @@ impl Executor {
             payload_checked: checks_payload(policy),
             fingerprint: attempt.fingerprint.clone(),
             lease_until,
+            deadline: attempt.deadline,
         };
         ClaimInFlight(Some(Box::pin(async move {
             let reply = {
@@ -1624,7 +1628,7 @@ impl Executor {
                     payload_checked: ticket.payload_checked,
                     fingerprint: ticket.fingerprint.as_deref(),
                 };
-                ticket.store.claim(&request).await
+                crate::store::answer_by(ticket.deadline, ticket.store.claim(&request)).await
             };
             (reply, ticket)
         })))
@@ -1905,7 +1909,10 @@ impl Settler {
         let late = || Tried::Again("no answer from the store in time".into());
         match &self.what {
             Settlement::Complete { outcome, ttl_ms } => {
-                let completing = self.store.complete(id, self.token, outcome, *ttl_ms);
+                let completing = crate::store::answer_by(
+                    Some(until),
+                    self.store.complete(id, self.token, outcome, *ttl_ms),
+                );
                 match tokio::time::timeout_at(until.into(), completing).await {
                     Ok(Ok(Completion::Recorded)) => Tried::Settled(Recording::Recorded),
                     Ok(Ok(Completion::NotOwner(found))) => {
@@ -1928,11 +1935,13 @@ impl Settler {
                 }
             }
             Settlement::ReleaseFailed | Settlement::ReleaseUnrun | Settlement::ReleaseLost => {
-                let releasing = self.store.release(id, self.token);
+                let releasing =
+                    crate::store::answer_by(Some(until), self.store.release(id, self.token));
                 match tokio::time::timeout_at(until.into(), releasing).await {
                     Ok(Ok(false)) if matches!(self.what, Settlement::ReleaseLost) => {
                         // Nothing released: gone, someone else's, or not landed yet.
-                        match tokio::time::timeout_at(until.into(), self.store.get(id)).await {
+                        let getting = crate::store::answer_by(Some(until), self.store.get(id));
+                        match tokio::time::timeout_at(until.into(), getting).await {
                             Ok(Ok((None, _))) => Tried::NotLanded,
                             Ok(Ok((Some(record), _)))
                                 if record.token == self.token
@@ -2012,6 +2021,8 @@ struct ClaimTicket {
     fingerprint: Option<Arc<str>>,
     /// When the lease ends at the latest, if the clock was read before claiming.
     lease_until: Option<Instant>,
+    /// The caller's deadline: what the claim is bounded by.
+    deadline: Option<Instant>,
 }
 
 impl ClaimTicket {
