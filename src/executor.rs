@@ -1585,6 +1585,7 @@ impl Executor {
             token: attempt.token,
             lease_until,
             what,
+            bounded: attempt.deadline.is_some(),
         }
     }
 
@@ -1823,6 +1824,9 @@ struct Settler {
     token: Token,
     lease_until: Instant,
     what: Settlement,
+    /// Whether the call has a deadline: then every try is bounded (by the lease end) even while
+    /// the caller waits; without one, only the tries in the background are.
+    bounded: bool,
 }
 
 /// The answer of one settling try.
@@ -1846,7 +1850,8 @@ impl Settler {
     async fn run(self, inline_until: Instant) -> Recording {
         let mut tries = 0;
         loop {
-            let last = match self.once(inline_until.min(self.lease_until)).await {
+            let bound = self.bounded.then_some(self.lease_until);
+            let last = match self.once(inline_until.min(self.lease_until), bound).await {
                 Tried::Settled(recording) => return recording,
                 Tried::Again(last) => last,
                 Tried::NotLanded => "the claim has not landed yet".to_owned(),
@@ -1876,7 +1881,7 @@ impl Settler {
     async fn background(self, mut tries: u32) {
         let mut looks = 0;
         loop {
-            let (last, pause) = match self.once(self.lease_until).await {
+            let (last, pause) = match self.once(self.lease_until, Some(self.lease_until)).await {
                 Tried::Settled(_) => return,
                 Tried::Again(last) => {
                     let pause = crate::store::poll_backoff(tries);
@@ -1901,7 +1906,9 @@ impl Settler {
     }
 
     /// One try, cut off at `until` (a cut-off try may still land: every try is safe to repeat).
-    async fn once(&self, until: Instant) -> Tried {
+    /// `bound`: the instant the store operation is told it has (`store::operation_deadline`),
+    /// which may be later than `until`: the operation may go on after the wait for it ends.
+    async fn once(&self, until: Instant, bound: Option<Instant>) -> Tried {
         let id = RecordId {
             tenant: self.tenant.as_deref(),
             key: &self.key,
@@ -1910,7 +1917,7 @@ impl Settler {
         match &self.what {
             Settlement::Complete { outcome, ttl_ms } => {
                 let completing = crate::store::answer_by(
-                    Some(until),
+                    bound,
                     self.store.complete(id, self.token, outcome, *ttl_ms),
                 );
                 match tokio::time::timeout_at(until.into(), completing).await {
@@ -1935,12 +1942,11 @@ impl Settler {
                 }
             }
             Settlement::ReleaseFailed | Settlement::ReleaseUnrun | Settlement::ReleaseLost => {
-                let releasing =
-                    crate::store::answer_by(Some(until), self.store.release(id, self.token));
+                let releasing = crate::store::answer_by(bound, self.store.release(id, self.token));
                 match tokio::time::timeout_at(until.into(), releasing).await {
                     Ok(Ok(false)) if matches!(self.what, Settlement::ReleaseLost) => {
                         // Nothing released: gone, someone else's, or not landed yet.
-                        let getting = crate::store::answer_by(Some(until), self.store.get(id));
+                        let getting = crate::store::answer_by(bound, self.store.get(id));
                         match tokio::time::timeout_at(until.into(), getting).await {
                             Ok(Ok((None, _))) => Tried::NotLanded,
                             Ok(Ok((Some(record), _)))
@@ -2042,6 +2048,7 @@ impl ClaimTicket {
             token: self.token,
             lease_until,
             what,
+            bounded: true,
         }
     }
 }

@@ -425,8 +425,9 @@ pub(crate) async fn answer_by<F: std::future::Future>(
     }
 }
 
-/// When the executor stops waiting for the store operation this task is running, if it does:
-/// the call's deadline (a claim, a take-over) or the end of one settling try. A store whose I/O
+/// The instant by which the store operation this task is running must end, if bounded: the
+/// call's deadline (a claim, a take-over) or the lease end (settling, which may go on after the
+/// caller was answered). A store whose I/O
 /// ends when its future is dropped needs nothing of this; one that blocks a thread (a store
 /// written in Java) bounds its I/O by it, so that the operation does not outlive the wait.
 pub fn operation_deadline() -> Option<Instant> {

@@ -9,7 +9,7 @@
 //!
 //! **Threads.** A store operation of a call without a deadline runs on the calling Java thread
 //! (the executor's future is polled there, inside its `block_on` step). One the executor waits
-//! for only until an instant (the call's deadline, the end of a settling try) runs on a thread of
+//! for only until an instant (the call's deadline; the lease end, for settling) runs on a thread of
 //! the runtime's blocking pool and is handed the time left, so that the caller gets its answer at
 //! its deadline whatever the Java client does (SPEC v1.2 §9 rule 3). Settling in the background
 //! (SPEC v1.1 rule 4) runs on runtime threads. Every thread not started by Java is attached to
@@ -120,7 +120,7 @@ impl JavaStore {
     /// One operation: `request` as JSON to Java, its JSON answer parsed as `A`.
     ///
     /// An operation the executor waits for only until an instant (the call's deadline, the end
-    /// of a settling try: `idemkit::store::operation_deadline`) runs on a thread of the blocking
+    /// lease end, for settling: `idemkit::store::operation_deadline`) runs on a thread of the blocking
     /// pool, and Java is handed the time left (SPEC v1.2 §9 rule 3): the executor's wait ends at
     /// that instant even while a Java client is blocked on a server that stopped answering, and
     /// the store bounds its own I/O by the time it was handed. Without such an instant the

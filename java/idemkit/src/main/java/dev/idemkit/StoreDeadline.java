@@ -3,10 +3,10 @@ package dev.idemkit;
 /**
  * The time the store operation running on this thread has left, as the native executor hands it to
  * a store written in Java ({@link dev.idemkit.spi.StoreOperations}): the call's deadline for a
- * claim, the end of one try when it settles (SPEC v1.2 §9 rule 3). The executor stops waiting at
- * that instant whatever the store does; a store bounds its client's I/O by {@link #millisLeft()}
- * (JDBC {@code Connection.setNetworkTimeout}, a socket timeout) so that the operation ends then
- * too, instead of holding a thread on a server that stopped answering.
+ * claim, the lease end when it settles (SPEC v1.2 §9 rule 3). The executor stops waiting by that
+ * instant whatever the store does; a store bounds its client's I/O by {@link #millisLeft()} (JDBC
+ * {@code Connection.setNetworkTimeout}, a socket timeout) so that the operation ends then too,
+ * instead of holding a thread on a server that stopped answering.
  */
 public final class StoreDeadline {
     /** The {@link System#nanoTime()} by which the operation on this thread must end, if bounded. */
