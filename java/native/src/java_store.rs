@@ -4,13 +4,13 @@
 //! The executor owns the protocol; a Java store only performs the operations of SPEC §4 and
 //! reports its server's clock with every answer. Each operation is one synchronous call of
 //! `dev.idemkit.StoreBridge.call(int, String, long)` with the request as JSON and the time the
-//! operation has left, answered with JSON,
-//! both parsed here. A store operation is not a body: it runs inside the executor's step.
+//! operation has left, answered with JSON, both parsed here. A store operation is not a body: it
+//! runs inside the executor's step.
 //!
 //! **Threads.** A store operation of a call without a deadline runs on the calling Java thread
-//! (the executor's future is polled there, inside its `block_on` step). One the executor waits
-//! for only until an instant (the call's deadline; the lease end, for settling) runs on a thread of
-//! the runtime's blocking pool and is handed the time left, so that the caller gets its answer at
+//! (the executor's future is polled there, inside its `block_on` step). One bounded by an
+//! instant (the call's deadline; the lease end, for settling) runs on a thread of the runtime's
+//! blocking pool and is handed the time left, so that the caller gets its answer at
 //! its deadline whatever the Java client does (SPEC v1.2 §9 rule 3). Settling in the background
 //! (SPEC v1.1 rule 4) runs on runtime threads. Every thread not started by Java is attached to
 //! the JVM as a *daemon* thread (so it never keeps the JVM from exiting) and detached when it
@@ -119,11 +119,11 @@ impl JavaStore {
 
     /// One operation: `request` as JSON to Java, its JSON answer parsed as `A`.
     ///
-    /// An operation the executor waits for only until an instant (the call's deadline, the end
-    /// lease end, for settling: `idemkit::store::operation_deadline`) runs on a thread of the blocking
-    /// pool, and Java is handed the time left (SPEC v1.2 §9 rule 3): the executor's wait ends at
-    /// that instant even while a Java client is blocked on a server that stopped answering, and
-    /// the store bounds its own I/O by the time it was handed. Without such an instant the
+    /// An operation bounded by an instant (`idemkit::store::operation_deadline`: the call's
+    /// deadline, or the lease end for settling) runs on a thread of the blocking pool, and Java is
+    /// handed the time left (SPEC v1.2 §9 rule 3): the executor's wait ends at its deadline even
+    /// while a Java client is blocked on a server that stopped answering, and the store bounds
+    /// its own I/O by the time it was handed. Without such an instant the
     /// operation runs on this thread, as a hit should (no hand-over to another thread).
     async fn upcall<A: for<'de> Deserialize<'de>>(
         &self,
