@@ -68,10 +68,23 @@ pub(crate) struct JavaStore {
     max_outcome_bytes: usize,
 }
 
+/// The `StoreBridge` object. The last holder may be a runtime thread that never called Java
+/// (its operations ran on the blocking pool): it is attached first, like every thread this
+/// library calls Java from, so that deleting the global reference needs no attachment of its own.
+struct BridgeObject(Global<JObject<'static>>);
+
+impl Drop for BridgeObject {
+    fn drop(&mut self) {
+        if let Ok(vm) = JavaVM::singleton() {
+            let _ = attach_as_daemon(&vm);
+        }
+    }
+}
+
 /// What one upcall needs, shared with the thread an operation with a deadline runs on.
 #[derive(Clone)]
 struct Bridge {
-    object: Arc<Global<JObject<'static>>>,
+    object: Arc<BridgeObject>,
     call: JMethodID,
     description: Arc<str>,
 }
@@ -104,7 +117,7 @@ impl JavaStore {
         };
         Ok(JavaStore {
             bridge: Bridge {
-                object: Arc::new(env.new_global_ref(bridge)?),
+                object: Arc::new(BridgeObject(env.new_global_ref(bridge)?)),
                 call,
                 description: description.as_str().into(),
             },
@@ -204,7 +217,7 @@ impl Bridge {
             // SAFETY: the method ID was looked up on StoreBridge with exactly this signature,
             // and `object` is a StoreBridge.
             let answer = unsafe {
-                env.call_method_unchecked(&*self.object, self.call, ReturnType::Object, &args)?
+                env.call_method_unchecked(&self.object.0, self.call, ReturnType::Object, &args)?
             }
             .l()?;
             if answer.is_null() {
