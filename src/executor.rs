@@ -1031,7 +1031,10 @@ impl Executor {
                             lease_ms: policy.lease.as_millis() as u64,
                             ttl_ms: policy.ttl.as_millis() as u64,
                         };
-                        let taking = self.store.take_over(&request);
+                        let taking = crate::store::answer_by(
+                            attempt.deadline,
+                            self.store.take_over(&request),
+                        );
                         let taken = match attempt.deadline {
                             None => Some(taking.await),
                             Some(deadline) => {
@@ -1632,6 +1635,7 @@ impl Executor {
             token: attempt.token,
             lease_until,
             what,
+            bounded: attempt.deadline.is_some(),
         }
     }
 
@@ -1658,6 +1662,7 @@ impl Executor {
             payload_checked: attempt.payload_checked,
             fingerprint: attempt.fingerprint.clone(),
             lease_until,
+            deadline: attempt.deadline,
         };
         ClaimInFlight(Some(Box::pin(async move {
             let reply = {
@@ -1674,7 +1679,7 @@ impl Executor {
                     payload_checked: ticket.payload_checked,
                     fingerprint: ticket.fingerprint.as_deref(),
                 };
-                ticket.store.claim(&request).await
+                crate::store::answer_by(ticket.deadline, ticket.store.claim(&request)).await
             };
             (reply, ticket)
         })))
@@ -1856,6 +1861,9 @@ struct Settler {
     token: Token,
     lease_until: Instant,
     what: Settlement,
+    /// Whether the call has a deadline: then every try is bounded (by the lease end) even while
+    /// the caller waits; without one, only the tries in the background are.
+    bounded: bool,
 }
 
 /// The answer of one settling try.
@@ -1879,7 +1887,8 @@ impl Settler {
     async fn run(self, inline_until: Instant) -> Recording {
         let mut tries = 0;
         loop {
-            let last = match self.once(inline_until.min(self.lease_until)).await {
+            let bound = self.bounded.then_some(self.lease_until);
+            let last = match self.once(inline_until.min(self.lease_until), bound).await {
                 Tried::Settled(recording) => return recording,
                 Tried::Again(last) => last,
                 Tried::NotLanded => "the claim has not landed yet".to_owned(),
@@ -1909,7 +1918,7 @@ impl Settler {
     async fn background(self, mut tries: u32) {
         let mut looks = 0;
         loop {
-            let (last, pause) = match self.once(self.lease_until).await {
+            let (last, pause) = match self.once(self.lease_until, Some(self.lease_until)).await {
                 Tried::Settled(_) => return,
                 Tried::Again(last) => {
                     let pause = crate::store::poll_backoff(tries);
@@ -1934,7 +1943,9 @@ impl Settler {
     }
 
     /// One try, cut off at `until` (a cut-off try may still land: every try is safe to repeat).
-    async fn once(&self, until: Instant) -> Tried {
+    /// `bound`: the instant the store operation is told it has (`store::operation_deadline`),
+    /// which may be later than `until`: the operation may go on after the wait for it ends.
+    async fn once(&self, until: Instant, bound: Option<Instant>) -> Tried {
         let id = RecordId {
             tenant: self.tenant.as_deref(),
             key: &self.key,
@@ -1942,7 +1953,10 @@ impl Settler {
         let late = || Tried::Again("no answer from the store in time".into());
         match &self.what {
             Settlement::Complete { outcome, ttl_ms } => {
-                let completing = self.store.complete(id, self.token, outcome, *ttl_ms);
+                let completing = crate::store::answer_by(
+                    bound,
+                    self.store.complete(id, self.token, outcome, *ttl_ms),
+                );
                 match tokio::time::timeout_at(until.into(), completing).await {
                     Ok(Ok(Completion::Recorded)) => Tried::Settled(Recording::Recorded),
                     Ok(Ok(Completion::NotOwner(found))) => {
@@ -1965,11 +1979,12 @@ impl Settler {
                 }
             }
             Settlement::ReleaseFailed | Settlement::ReleaseUnrun | Settlement::ReleaseLost => {
-                let releasing = self.store.release(id, self.token);
+                let releasing = crate::store::answer_by(bound, self.store.release(id, self.token));
                 match tokio::time::timeout_at(until.into(), releasing).await {
                     Ok(Ok(false)) if matches!(self.what, Settlement::ReleaseLost) => {
                         // Nothing released: gone, someone else's, or not landed yet.
-                        match tokio::time::timeout_at(until.into(), self.store.get(id)).await {
+                        let getting = crate::store::answer_by(bound, self.store.get(id));
+                        match tokio::time::timeout_at(until.into(), getting).await {
                             Ok(Ok((None, _))) => Tried::NotLanded,
                             Ok(Ok((Some(record), _)))
                                 if record.token == self.token
@@ -2049,6 +2064,8 @@ struct ClaimTicket {
     fingerprint: Option<Arc<str>>,
     /// When the lease ends at the latest, if the clock was read before claiming.
     lease_until: Option<Instant>,
+    /// The caller's deadline: what the claim is bounded by.
+    deadline: Option<Instant>,
 }
 
 impl ClaimTicket {
@@ -2068,6 +2085,7 @@ impl ClaimTicket {
             token: self.token,
             lease_until,
             what,
+            bounded: true,
         }
     }
 }

@@ -408,6 +408,32 @@ pub trait Store: Send + Sync + 'static {
     fn describe(&self) -> String;
 }
 
+tokio::task_local! {
+    /// When the executor stops waiting for the store operation being run on this task.
+    static OPERATION_DEADLINE: Instant;
+}
+
+/// Runs one store operation whose answer the executor waits for until `until` (SPEC v1.2 §9
+/// rule 3), so that the store can read that instant with [`operation_deadline`].
+pub(crate) async fn answer_by<F: std::future::Future>(
+    until: Option<Instant>,
+    operation: F,
+) -> F::Output {
+    match until {
+        Some(until) => OPERATION_DEADLINE.scope(until, operation).await,
+        None => operation.await,
+    }
+}
+
+/// The instant by which the store operation this task is running must end, if bounded: the
+/// call's deadline (a claim, a take-over) or the lease end (settling, which may go on after the
+/// caller was answered). A store whose I/O
+/// ends when its future is dropped needs nothing of this; one that blocks a thread (a store
+/// written in Java) bounds its I/O by it, so that the operation does not outlive the wait.
+pub fn operation_deadline() -> Option<Instant> {
+    OPERATION_DEADLINE.try_with(|until| *until).ok()
+}
+
 /// The order of [`Store::newest`]: `claimed_at` descending, then key ascending.
 pub fn newest_first(a: &Record, b: &Record) -> std::cmp::Ordering {
     b.claimed_at

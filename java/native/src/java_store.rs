@@ -3,22 +3,26 @@
 //!
 //! The executor owns the protocol; a Java store only performs the operations of SPEC §4 and
 //! reports its server's clock with every answer. Each operation is one synchronous call of
-//! `dev.idemkit.StoreBridge.call(int, String)` with the request as JSON, answered with JSON,
-//! both parsed here. A store operation is not a body: it runs inside the executor's step.
+//! `dev.idemkit.StoreBridge.call(int, String, long)` with the request as JSON and the time the
+//! operation has left, answered with JSON, both parsed here. A store operation is not a body: it
+//! runs inside the executor's step.
 //!
-//! **Threads.** A call's store operations run on the calling Java thread (the executor's future
-//! is polled there, inside its `block_on` step). Settling in the background (SPEC v1.1 rule 4)
-//! runs on runtime threads: those are attached to the JVM as *daemon* threads (so they never
-//! keep the JVM from exiting) and detached when they end; the operation runs in
-//! `block_in_place` on the shared runtime's workers, so a slow JDBC call moves the runtime's
-//! other work to another thread instead of stalling it (on a caller lane, which serves one call
-//! at a time, it simply blocks the lane).
+//! **Threads.** A store operation of a call without a deadline runs on the calling Java thread
+//! (the executor's future is polled there, inside its `block_on` step). One bounded by an
+//! instant (the call's deadline; the lease end, for settling) runs on a thread of the runtime's
+//! blocking pool and is handed the time left, so that the caller gets its answer at
+//! its deadline whatever the Java client does (SPEC v1.2 §9 rule 3). Settling in the background
+//! (SPEC v1.1 rule 4) runs on runtime threads. Every thread not started by Java is attached to
+//! the JVM as a *daemon* thread (so it never keeps the JVM from exiting) and detached when it
+//! ends; an operation without a bound runs in `block_in_place` on the shared runtime's workers,
+//! so a slow JDBC call moves the runtime's other work to another thread instead of stalling it
+//! (on a caller lane, which serves one call at a time, it simply blocks the lane).
 //!
 //! **Errors.** A Java exception thrown by the store becomes a store error (kind
 //! `STORE_UNAVAILABLE`) carrying the exception's class and message; it is caught and cleared
 //! here, never left pending. An answer that does not parse is a corrupt-record error.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use idemkit::store::{
@@ -59,10 +63,30 @@ static BRIDGE_METHOD: OnceLock<BridgeMethod> = OnceLock::new();
 
 /// A store whose operations are a Java object's (see the module documentation).
 pub(crate) struct JavaStore {
-    bridge: Global<JObject<'static>>,
-    call: JMethodID,
+    bridge: Bridge,
     description: String,
     max_outcome_bytes: usize,
+}
+
+/// The `StoreBridge` object. The last holder may be a runtime thread that never called Java
+/// (its operations ran on the blocking pool): it is attached first, like every thread this
+/// library calls Java from, so that deleting the global reference needs no attachment of its own.
+struct BridgeObject(Global<JObject<'static>>);
+
+impl Drop for BridgeObject {
+    fn drop(&mut self) {
+        if let Ok(vm) = JavaVM::singleton() {
+            let _ = attach_as_daemon(&vm);
+        }
+    }
+}
+
+/// What one upcall needs, shared with the thread an operation with a deadline runs on.
+#[derive(Clone)]
+struct Bridge {
+    object: Arc<BridgeObject>,
+    call: JMethodID,
+    description: Arc<str>,
 }
 
 impl JavaStore {
@@ -80,7 +104,7 @@ impl JavaStore {
                 let call = env.get_method_id(
                     &class,
                     jni_str!("call"),
-                    jni_sig!("(ILjava/lang/String;)Ljava/lang/String;"),
+                    jni_sig!("(ILjava/lang/String;J)Ljava/lang/String;"),
                 )?;
                 let class = env.new_global_ref(&class)?;
                 BRIDGE_METHOD
@@ -92,8 +116,11 @@ impl JavaStore {
             }
         };
         Ok(JavaStore {
-            bridge: env.new_global_ref(bridge)?,
-            call,
+            bridge: Bridge {
+                object: Arc::new(BridgeObject(env.new_global_ref(bridge)?)),
+                call,
+                description: description.as_str().into(),
+            },
             description,
             max_outcome_bytes: if max_outcome_bytes == 0 {
                 DEFAULT_MAX_OUTCOME_BYTES
@@ -104,23 +131,57 @@ impl JavaStore {
     }
 
     /// One operation: `request` as JSON to Java, its JSON answer parsed as `A`.
-    fn upcall<A: for<'de> Deserialize<'de>>(
+    ///
+    /// An operation bounded by an instant (`idemkit::store::operation_deadline`: the call's
+    /// deadline, or the lease end for settling) runs on a thread of the blocking pool, and Java is
+    /// handed the time left (SPEC v1.2 §9 rule 3): the executor's wait ends at its deadline even
+    /// while a Java client is blocked on a server that stopped answering, and the store bounds
+    /// its own I/O by the time it was handed. Without such an instant the
+    /// operation runs on this thread, as a hit should (no hand-over to another thread).
+    async fn upcall<A: for<'de> Deserialize<'de>>(
         &self,
         op: Op,
         request: &impl Serialize,
     ) -> Result<A, StoreError> {
         let request = serde_json::to_string(request)
             .map_err(|e| StoreError::unavailable(format!("cannot encode a store request: {e}")))?;
-        // On a worker of the shared (multi-threaded) runtime, a slow store call moves that
-        // worker's other work elsewhere first. A caller lane is single-threaded and belongs to
-        // this one call (`idemkit::runtime::block_on_caller`), so there the call simply blocks
-        // it (`block_in_place` would panic on it).
-        let multi_threaded = tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        let answer = if multi_threaded {
-            tokio::task::block_in_place(|| self.call_java(op, &request))?
-        } else {
-            self.call_java(op, &request)?
+        let handle = tokio::runtime::Handle::try_current().ok();
+        let answer = match (idemkit::store::operation_deadline(), handle) {
+            (Some(until), Some(handle)) => {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return Err(StoreError::unavailable(format!(
+                        "{} was not called on {op:?}: no time was left before the call's deadline",
+                        self.description
+                    )));
+                }
+                // Whole milliseconds, rounded up: Java never gets 0 (which means no bound).
+                let left_ms = left.as_micros().div_ceil(1000).min(i64::MAX as u128) as i64;
+                let bridge = self.bridge.clone();
+                handle
+                    .spawn_blocking(move || bridge.call_java(op, &request, left_ms))
+                    .await
+                    .map_err(|e| {
+                        StoreError::unavailable(format!(
+                            "{} could not be called on {op:?}: {e}",
+                            self.description
+                        ))
+                    })??
+            }
+            (_, handle) => {
+                // On a worker of the shared (multi-threaded) runtime, a slow store call moves
+                // that worker's other work elsewhere first. A caller lane is single-threaded and
+                // belongs to this one call (`idemkit::runtime::block_on_caller`), so there the
+                // call simply blocks it (`block_in_place` would panic on it).
+                let multi_threaded = handle.is_some_and(|h| {
+                    h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+                });
+                if multi_threaded {
+                    tokio::task::block_in_place(|| self.bridge.call_java(op, &request, 0))?
+                } else {
+                    self.bridge.call_java(op, &request, 0)?
+                }
+            }
         };
         serde_json::from_str(&answer).map_err(|e| {
             StoreError::Corrupt(format!(
@@ -129,8 +190,12 @@ impl JavaStore {
             ))
         })
     }
+}
 
-    fn call_java(&self, op: Op, request: &str) -> Result<String, StoreError> {
+impl Bridge {
+    /// `StoreBridge.call(op, request, timeoutMs)`: `timeout_ms` is the time the store has left
+    /// (0: no bound).
+    fn call_java(&self, op: Op, request: &str, timeout_ms: i64) -> Result<String, StoreError> {
         let failed = |e: jni::errors::Error| match e {
             jni::errors::Error::CaughtJavaException { name, msg, .. } => StoreError::unavailable(
                 format!("{} failed on {op:?}: {name}: {msg}", self.description),
@@ -147,11 +212,12 @@ impl JavaStore {
             let args = [
                 JValue::Int(op as i32).as_jni(),
                 JValue::Object(&request).as_jni(),
+                JValue::Long(timeout_ms).as_jni(),
             ];
             // SAFETY: the method ID was looked up on StoreBridge with exactly this signature,
-            // and `bridge` is a StoreBridge.
+            // and `object` is a StoreBridge.
             let answer = unsafe {
-                env.call_method_unchecked(&self.bridge, self.call, ReturnType::Object, &args)?
+                env.call_method_unchecked(&self.object.0, self.call, ReturnType::Object, &args)?
             }
             .l()?;
             if answer.is_null() {
@@ -395,20 +461,22 @@ struct Nothing {}
 #[async_trait]
 impl Store for JavaStore {
     async fn claim(&self, request: &ClaimRequest<'_>) -> Result<ClaimReply, StoreError> {
-        let answer: ClaimAnswer = self.upcall(
-            Op::Claim,
-            &ClaimWire {
-                tenant: request.id.tenant,
-                key: request.id.key.hex(),
-                scope: request.scope,
-                token: request.token.hex(),
-                lease_ms: request.lease_ms,
-                ttl_ms: request.ttl_ms,
-                retry_failure: request.retry_failure,
-                fingerprint: request.fingerprint,
-                payload_checked: request.payload_checked,
-            },
-        )?;
+        let answer: ClaimAnswer = self
+            .upcall(
+                Op::Claim,
+                &ClaimWire {
+                    tenant: request.id.tenant,
+                    key: request.id.key.hex(),
+                    scope: request.scope,
+                    token: request.token.hex(),
+                    lease_ms: request.lease_ms,
+                    ttl_ms: request.ttl_ms,
+                    retry_failure: request.retry_failure,
+                    fingerprint: request.fingerprint,
+                    payload_checked: request.payload_checked,
+                },
+            )
+            .await?;
         let now_ms = answer.now;
         if answer.acquired {
             return Ok(ClaimReply {
@@ -447,18 +515,20 @@ impl Store for JavaStore {
         ttl_ms: u64,
     ) -> Result<Completion, StoreError> {
         let (json, kind) = stored(outcome);
-        let answer: SettleAnswer = self.upcall(
-            Op::Complete,
-            &SettleWire {
-                tenant: id.tenant,
-                key: id.key.hex(),
-                token: token.hex(),
-                mode: "complete",
-                outcome_kind: Some(kind),
-                outcome: Some(json),
-                ttl_ms,
-            },
-        )?;
+        let answer: SettleAnswer = self
+            .upcall(
+                Op::Complete,
+                &SettleWire {
+                    tenant: id.tenant,
+                    key: id.key.hex(),
+                    token: token.hex(),
+                    mode: "complete",
+                    outcome_kind: Some(kind),
+                    outcome: Some(json),
+                    ttl_ms,
+                },
+            )
+            .await?;
         if answer.done {
             return Ok(Completion::Recorded);
         }
@@ -471,23 +541,25 @@ impl Store for JavaStore {
     }
 
     async fn release(&self, id: RecordId<'_>, token: Token) -> Result<bool, StoreError> {
-        let answer: YesNo = self.upcall(
-            Op::Release,
-            &SettleWire {
-                tenant: id.tenant,
-                key: id.key.hex(),
-                token: token.hex(),
-                mode: "release",
-                outcome_kind: None,
-                outcome: None,
-                ttl_ms: 0,
-            },
-        )?;
+        let answer: YesNo = self
+            .upcall(
+                Op::Release,
+                &SettleWire {
+                    tenant: id.tenant,
+                    key: id.key.hex(),
+                    token: token.hex(),
+                    mode: "release",
+                    outcome_kind: None,
+                    outcome: None,
+                    ttl_ms: 0,
+                },
+            )
+            .await?;
         Ok(answer.yes)
     }
 
     async fn get(&self, id: RecordId<'_>) -> Result<(Option<Record>, i64), StoreError> {
-        let answer: GetAnswer = self.upcall(Op::Get, &IdRequest::of(id))?;
+        let answer: GetAnswer = self.upcall(Op::Get, &IdRequest::of(id)).await?;
         let now = answer.now;
         let found = record(answer.record, &self.description)?.filter(|r| !r.is_expired(now));
         Ok((found, now))
@@ -499,20 +571,22 @@ impl Store for JavaStore {
             Some(None) => ("none", None),
             Some(Some(t)) => ("one", Some(idemkit::key::nfc(t).into_owned())),
         };
-        let answer: ListAnswer = self.upcall(
-            Op::List,
-            &ListWire {
-                tenants,
-                tenant,
-                status: filter.status.map(Status::name),
-                limit: if filter.limit == 0 {
-                    1000
-                } else {
-                    filter.limit
+        let answer: ListAnswer = self
+            .upcall(
+                Op::List,
+                &ListWire {
+                    tenants,
+                    tenant,
+                    status: filter.status.map(Status::name),
+                    limit: if filter.limit == 0 {
+                        1000
+                    } else {
+                        filter.limit
+                    },
+                    cursor,
                 },
-                cursor,
-            },
-        )?;
+            )
+            .await?;
         let now = answer.now;
         let mut records = Vec::with_capacity(answer.records.len());
         for wire in answer.records {
@@ -542,18 +616,20 @@ impl Store for JavaStore {
                 ("complete", Some(json), Some(kind), *ttl_ms)
             }
         };
-        let answer: SettleAnswer = self.upcall(
-            Op::Resolve,
-            &SettleWire {
-                tenant: id.tenant,
-                key: id.key.hex(),
-                token: expected.hex(),
-                mode,
-                outcome_kind: kind,
-                outcome,
-                ttl_ms,
-            },
-        )?;
+        let answer: SettleAnswer = self
+            .upcall(
+                Op::Resolve,
+                &SettleWire {
+                    tenant: id.tenant,
+                    key: id.key.hex(),
+                    token: expected.hex(),
+                    mode,
+                    outcome_kind: kind,
+                    outcome,
+                    ttl_ms,
+                },
+            )
+            .await?;
         if answer.done {
             return Ok(Resolved::Done);
         }
@@ -571,17 +647,19 @@ impl Store for JavaStore {
     }
 
     async fn take_over(&self, request: &TakeOverRequest<'_>) -> Result<TakeOver, StoreError> {
-        let answer: TakeOverAnswer = self.upcall(
-            Op::TakeOver,
-            &TakeOverWire {
-                tenant: request.id.tenant,
-                key: request.id.key.hex(),
-                expected: request.expected.hex(),
-                token: request.token.hex(),
-                lease_ms: request.lease_ms,
-                ttl_ms: request.ttl_ms,
-            },
-        )?;
+        let answer: TakeOverAnswer = self
+            .upcall(
+                Op::TakeOver,
+                &TakeOverWire {
+                    tenant: request.id.tenant,
+                    key: request.id.key.hex(),
+                    expected: request.expected.hex(),
+                    token: request.token.hex(),
+                    lease_ms: request.lease_ms,
+                    ttl_ms: request.ttl_ms,
+                },
+            )
+            .await?;
         if !answer.supported {
             return Ok(TakeOver::Unsupported);
         }
@@ -605,23 +683,25 @@ impl Store for JavaStore {
     }
 
     async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError> {
-        let answer: YesNo = self.upcall(Op::Delete, &IdRequest::of(id))?;
+        let answer: YesNo = self.upcall(Op::Delete, &IdRequest::of(id)).await?;
         Ok(answer.yes)
     }
 
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
         let tenant = tenant.map(idemkit::key::nfc);
-        let answer: Count = self.upcall(
-            Op::Forget,
-            &TenantWire {
-                tenant: tenant.as_deref(),
-            },
-        )?;
+        let answer: Count = self
+            .upcall(
+                Op::Forget,
+                &TenantWire {
+                    tenant: tenant.as_deref(),
+                },
+            )
+            .await?;
         Ok(answer.count)
     }
 
     async fn purge_expired(&self) -> Result<u64, StoreError> {
-        let answer: Count = self.upcall(Op::Purge, &Nothing {})?;
+        let answer: Count = self.upcall(Op::Purge, &Nothing {}).await?;
         Ok(answer.count)
     }
 

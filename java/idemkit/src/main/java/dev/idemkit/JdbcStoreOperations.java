@@ -451,12 +451,17 @@ final class JdbcStoreOperations implements StoreOperations {
      */
     private List<Row> query(String name, Object... values) {
         for (int attempt = 0; ; attempt++) {
+            StoreDeadline.millisLeft(); // throws when the executor no longer waits
             try (Connection c = connection();
-                    PreparedStatement s = prepare(c, name, values);
-                    ResultSet rs = s.executeQuery()) {
+                    PreparedStatement s = prepare(c, name, values)) {
                 List<Row> rows = new ArrayList<>();
-                while (rs.next()) {
-                    rows.add(new Row(rs));
+                int restore = bound(c);
+                try (ResultSet rs = s.executeQuery()) {
+                    while (rs.next()) {
+                        rows.add(new Row(rs));
+                    }
+                } finally {
+                    unbound(c, restore);
                 }
                 if (name.equals("claim") && unwarnedClaimFallback.compareAndSet(true, false)) {
                     LOG.log(
@@ -480,15 +485,55 @@ final class JdbcStoreOperations implements StoreOperations {
 
     private long update(String name, Object... values) {
         for (int attempt = 0; ; attempt++) {
+            StoreDeadline.millisLeft(); // throws when the executor no longer waits
             try (Connection c = connection();
                     PreparedStatement s = prepare(c, name, values)) {
-                return s.executeUpdate();
+                int restore = bound(c);
+                try {
+                    return s.executeUpdate();
+                } finally {
+                    unbound(c, restore);
+                }
             } catch (SQLException e) {
                 if (attempt < 2 && fallBack(e)) {
                     continue;
                 }
                 throw failed(name, e);
             }
+        }
+    }
+
+    /**
+     * Bounds every read on {@code c} by the time the store operation has left ({@link
+     * StoreDeadline}, handed by the executor), whatever the data source's {@code socketTimeout}: a
+     * server that stops answering fails the statement then. Answers the network timeout to put
+     * back, or -1 when it was left as it was.
+     */
+    private static int bound(Connection c) throws SQLException {
+        long left = StoreDeadline.millisLeft();
+        if (left == 0) {
+            return -1;
+        }
+        int ms = (int) Math.min(left, Integer.MAX_VALUE);
+        int before = c.getNetworkTimeout();
+        if (before != 0 && before <= ms) {
+            return -1;
+        }
+        c.setNetworkTimeout(Runnable::run, ms);
+        return before;
+    }
+
+    /** Puts back the network timeout {@link #bound} replaced, on a connection still open. */
+    private static void unbound(Connection c, int restore) {
+        if (restore < 0) {
+            return;
+        }
+        try {
+            if (!c.isClosed()) {
+                c.setNetworkTimeout(Runnable::run, restore);
+            }
+        } catch (SQLException broken) {
+            // A connection broken by the timeout is discarded by its close.
         }
     }
 

@@ -21,9 +21,9 @@ import java.io.UncheckedIOException;
 
 /**
  * What the native executor calls to run an operation of a {@link StoreOperations}: one method,
- * {@link #call(int, String)}, with the request and the answer as JSON text (parsed in Rust, in
- * {@code java/native/src/java_store.rs}). It only translates; an exception of the store goes back
- * to the native caller, which turns it into a store error.
+ * {@link #call(int, String, long)}, with the request and the answer as JSON text (parsed in Rust,
+ * in {@code java/native/src/java_store.rs}). It only translates; an exception of the store goes
+ * back to the native caller, which turns it into a store error.
  */
 final class StoreBridge {
     static final int CLAIM = 0;
@@ -45,8 +45,21 @@ final class StoreBridge {
         this.operations = operations;
     }
 
-    /** Called by the native executor (on the calling thread, or an idemkit daemon thread). */
-    String call(int op, String request) {
+    /**
+     * Called by the native executor (on the calling thread, or an idemkit daemon thread), with the
+     * milliseconds the operation has left ({@code timeoutMs}, 0: no bound), which the store reads
+     * with {@link StoreDeadline#millisLeft()}.
+     */
+    String call(int op, String request, long timeoutMs) {
+        StoreDeadline.begin(timeoutMs);
+        try {
+            return call(op, request);
+        } finally {
+            StoreDeadline.end();
+        }
+    }
+
+    private String call(int op, String request) {
         JsonNode in = parse(request);
         ObjectNode out = JSON.createObjectNode();
         switch (op) {

@@ -64,6 +64,13 @@ class JavaStoreFaultTest {
             runs.incrementAndGet();
             return "sent:" + message;
         }
+
+        @Tool(name = "fault_send_half_second", timeoutMs = 500)
+        @Idempotent(leaseSeconds = 10)
+        public String sendHalfSecond(String message) {
+            runs.incrementAndGet();
+            return "sent:" + message;
+        }
     }
 
     // ---- private servers ------------------------------------------------------------------
@@ -362,6 +369,12 @@ class JavaStoreFaultTest {
      * (after 60 s) instead of hanging it.
      */
     static Throwable failureOf(java.util.concurrent.Callable<Object> call) throws Exception {
+        return failureWithin(60_000, call);
+    }
+
+    /** What {@code call} throws, failing the test if it has not returned within {@code ms}. */
+    static Throwable failureWithin(long ms, java.util.concurrent.Callable<Object> call)
+            throws Exception {
         CompletableFuture<Object> result = new CompletableFuture<>();
         Thread t =
                 new Thread(
@@ -375,12 +388,12 @@ class JavaStoreFaultTest {
         t.setDaemon(true);
         t.start();
         try {
-            Object value = result.get(60, TimeUnit.SECONDS);
+            Object value = result.get(ms, TimeUnit.MILLISECONDS);
             return fail("expected the call to fail, it answered " + value);
         } catch (ExecutionException e) {
             return e.getCause();
         } catch (java.util.concurrent.TimeoutException e) {
-            return fail("the call hung for 60 s");
+            return fail("the call had not returned after " + ms + " ms");
         }
     }
 
@@ -405,9 +418,9 @@ class JavaStoreFaultTest {
 
     /**
      * While the server is paused, a call fails with store-unavailable (the client's timeout) and
-     * its body does not run, also when the tool's {@code timeoutMs} is shorter than that timeout;
-     * once resumed, the same store serves calls, a completed key is still a hit, and the call that
-     * failed runs once.
+     * its body does not run; one whose {@code timeoutMs} is shorter than that timeout fails so at
+     * its deadline (SPEC v1.2 §9 rule 3); once resumed, the same store serves calls, a completed
+     * key is still a hit, and the call that failed runs once.
      */
     static void pauseAndResume(
             IdempotencyStore store, Runnable pause, Runnable resume, String tenant)
@@ -426,9 +439,10 @@ class JavaStoreFaultTest {
                 resume.run();
             }
             assertInstanceOf(StoreUnavailableException.class, paused, String.valueOf(paused));
-            // A deadline shorter than the client's timeout does not cut the store operation short
-            // (it runs on the calling thread): the client's timeout ends it, as store-unavailable.
+            // A deadline shorter than the client's timeout ends the caller's wait, not the
+            // client's timeout: the usual error of a store that did not answer in time.
             assertInstanceOf(StoreUnavailableException.class, soon, String.valueOf(soon));
+            assertTrue(soon.getMessage().contains("deadline"), soon.getMessage());
             assertEquals(1, tools.runs.get(), "no body ran while the server was paused");
 
             assertEquals("sent:A", send(d, "A"));
@@ -447,6 +461,45 @@ class JavaStoreFaultTest {
                 assertEquals("!IndeterminateOutcomeException", b);
                 assertEquals(2, tools.runs.get());
             }
+        }
+    }
+
+    /**
+     * A store over a client that waits (nearly) forever for a paused server: a call whose tool has
+     * {@code timeoutMs = 500} still gets the usual error of a store that did not answer by the
+     * deadline — within its timeout plus 2 s — and runs no body (SPEC v1.2 §9 rule 3); once the
+     * server is resumed, the same store serves calls, and the call that failed runs at most once.
+     */
+    static void deadlineOnAPausedServer(
+            IdempotencyStore store, Runnable pause, Runnable resume, String tenant)
+            throws Exception {
+        CountedTools tools = new CountedTools();
+        String tool = "fault_send_half_second";
+        try (ToolDispatcher d = dispatcher(tools, store, tenant)) {
+            assertEquals("sent:A", d.call(tool, Map.of("message", "A")));
+            Throwable late;
+            pause.run();
+            try {
+                late = failureWithin(500 + 2_000, () -> d.call(tool, Map.of("message", "B")));
+            } finally {
+                resume.run();
+            }
+            assertInstanceOf(StoreUnavailableException.class, late, String.valueOf(late));
+            assertTrue(late.getMessage().contains("deadline"), late.getMessage());
+            assertEquals(1, tools.runs.get(), "no body ran while the server was paused");
+
+            // The store may need a moment to be reachable again (its connections were broken).
+            String a = answer(() -> d.call(tool, Map.of("message", "A")));
+            for (int i = 0; i < 20 && !a.equals("=sent:A"); i++) {
+                Thread.sleep(250);
+                a = answer(() -> d.call(tool, Map.of("message", "A")));
+            }
+            assertEquals("=sent:A", a, "a completed key is still a hit once resumed");
+            assertEquals("sent:C", d.call(tool, Map.of("message", "C")));
+            assertEquals(2, tools.runs.get());
+            String b = answer(() -> d.call(tool, Map.of("message", "B")));
+            assertEquals(b, answer(() -> d.call(tool, Map.of("message", "B"))));
+            assertTrue(tools.runs.get() <= 3, "B ran at most once");
         }
     }
 
@@ -558,6 +611,81 @@ class JavaStoreFaultTest {
             store.forget(tenant);
         } finally {
             closeAll(clients);
+        }
+    }
+
+    /**
+     * The deadline bounds the JDBC store on a paused PostgreSQL whatever the data source's own
+     * timeouts: over PgJDBC's {@code DataSource} with its defaults ({@code socketTimeout} and
+     * {@code loginTimeout} 0: wait forever), and over a HikariCP pool of it.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"jdbc", "jdbc-pool"})
+    void a_paused_postgres_server_fails_a_jdbc_store_call_at_its_deadline_with_default_timeouts(
+            String kind) throws Exception {
+        PrivatePostgres server = privatePostgres();
+        List<Long> paused = new ArrayList<>();
+        String tenant = "deadline-" + UUID.randomUUID();
+        org.postgresql.ds.PGSimpleDataSource defaults = new org.postgresql.ds.PGSimpleDataSource();
+        defaults.setServerNames(new String[] {"127.0.0.1"});
+        defaults.setPortNumbers(new int[] {server.port});
+        defaults.setDatabaseName("postgres");
+        defaults.setUser("postgres");
+        javax.sql.DataSource dataSource = defaults;
+        com.zaxxer.hikari.HikariDataSource pool = null;
+        if (kind.equals("jdbc-pool")) {
+            com.zaxxer.hikari.HikariConfig config = new com.zaxxer.hikari.HikariConfig();
+            config.setDataSource(defaults);
+            config.setMaximumPoolSize(4);
+            pool = new com.zaxxer.hikari.HikariDataSource(config);
+            dataSource = pool;
+        }
+        try (IdempotencyStore store =
+                new PostgresIdempotencyStore(dataSource).createTableIfMissing()) {
+            deadlineOnAPausedServer(
+                    store,
+                    unchecked(
+                            () -> {
+                                paused.addAll(server.processes());
+                                signal("-STOP", paused);
+                            }),
+                    unchecked(() -> signal("-CONT", paused)),
+                    tenant);
+            store.forget(tenant);
+        } finally {
+            signal("-CONT", paused);
+            if (pool != null) {
+                pool.close();
+            }
+        }
+    }
+
+    /** The deadline bounds the Jedis store on a paused Redis over a client with a 30 s timeout. */
+    @Test
+    void a_paused_redis_server_fails_a_jedis_store_call_at_its_deadline_with_a_long_client_timeout()
+            throws Exception {
+        Services.url("IDEMKIT_REDIS_URL", "Jedis store fault");
+        try (PrivateRedis server = PrivateRedis.start();
+                redis.clients.jedis.RedisClient client =
+                        redis.clients.jedis.RedisClient.builder()
+                                .hostAndPort("127.0.0.1", server.port)
+                                .clientConfig(
+                                        redis.clients.jedis.DefaultJedisClientConfig.builder()
+                                                .socketTimeoutMillis(30_000)
+                                                .build())
+                                .build();
+                IdempotencyStore store =
+                        new dev.idemkit.jedis.RedisIdempotencyStore(
+                                client, "idemkit-jedis-deadline:")) {
+            try {
+                deadlineOnAPausedServer(
+                        store,
+                        unchecked(() -> server.signal("-STOP")),
+                        unchecked(() -> server.signal("-CONT")),
+                        "deadline-" + UUID.randomUUID());
+            } finally {
+                server.signal("-CONT");
+            }
         }
     }
 

@@ -98,6 +98,8 @@ final class JedisStoreOperations implements StoreOperations {
     }
 
     private Object run(String name, String key, String... args) {
+        // Nothing is sent once the executor no longer waits for the answer (its deadline passed).
+        dev.idemkit.StoreDeadline.millisLeft();
         Script s = scripts.get(name);
         List<String> keys = List.of(key);
         List<String> argv = List.of(args);

@@ -26,8 +26,11 @@ package dev.idemkit.spi;
  *       the store-unavailable error with the exception's class and message, and settling is retried
  *       (SPEC v1.1 rule 4). Keep secrets out of exception messages.
  *   <li><b>Threads.</b> Operations are called from the application's threads and from idemkit's own
- *       (daemon) threads when it settles in the background: implementations are thread-safe. An
- *       operation should not take long (a connection or statement timeout bounds it).
+ *       (daemon) threads when it settles in the background: implementations are thread-safe.
+ *   <li><b>Time.</b> An operation of a call with a deadline runs on an idemkit thread, and the
+ *       executor stops waiting for it by that deadline (settling goes on until the lease ends);
+ *       {@link dev.idemkit.StoreDeadline#millisLeft()} is the time it has left (0: no bound). Bound
+ *       the client's I/O by it (a socket or network timeout), so that the operation ends then too.
  * </ul>
  *
  * <p>Check an implementation with the {@code IdempotencyStoreContract} of the tests jar.
