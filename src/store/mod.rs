@@ -572,8 +572,10 @@ pub struct StoreOptions {
     /// (default 5 s; measured by the client, the server's `statement_timeout` is not changed).
     /// URL: `statement_timeout_ms`.
     pub statement_timeout: Option<Duration>,
-    /// PostgreSQL: the most connections the store opens (default 16; from 1 to 1024). URL:
-    /// `pool_size`.
+    /// PostgreSQL: the most connections the store opens for Rust callers (default 16; from 1 to
+    /// 1024). URL: `pool_size`. Besides these it opens one connection per caller lane that C
+    /// and Java calls used with it: up to `IDEMKIT_CALLER_LANES` more (default 8), so at most
+    /// `pool_size` + 8 by default.
     pub pool_size: Option<usize>,
 }
 

@@ -122,7 +122,9 @@ impl PostgresStore {
     ///
     /// Connection settings: `options.connect_timeout` (default 2 s; the URL's libpq
     /// `connect_timeout`, in seconds, wins), `options.statement_timeout` (default 5 s; URL
-    /// `statement_timeout_ms`) and `options.pool_size` (default 16; URL `pool_size`).
+    /// `statement_timeout_ms`) and `options.pool_size` (default 16; URL `pool_size`), plus one
+    /// connection per caller lane that C and Java calls used (up to `IDEMKIT_CALLER_LANES`,
+    /// default 8).
     ///
     /// Checks the table name and that the server answers; the table itself may be created
     /// afterwards with [`PostgresStore::create_table_if_missing`] (until then calls fail with a
