@@ -862,7 +862,10 @@ fn forget_deletes_only_records_never_an_applications_keys_whatever_the_prefix() 
     };
     let tenant = tenant();
     let segment = idemkit::store::redis::tenant_segment(Some(&tenant));
-    for prefix in ["", "idemkit:"] {
+    // A prefix of this test's own besides the empty one: other tests list and count the default
+    // prefix's records meanwhile, and would trip over the keys planted here.
+    let own = format!("cli-forget-{}:", &Token::random().hex()[..8]);
+    for prefix in ["", own.as_str()] {
         idemkit::runtime::block_on(async {
             let client = redis::Client::open(url.as_str()).unwrap();
             let mut raw = client.get_multiplexed_async_connection().await.unwrap();
@@ -1047,4 +1050,59 @@ fn delete_deletes_only_the_record_it_showed_not_one_claimed_again_meanwhile() {
         assert!(gone.is_none());
         forget(&url, &tenant);
     }
+}
+
+/// On PostgreSQL `forget --table T` deletes the tenant's rows of T only: the same tenant's
+/// records in another idemkit table, and an application's own table with a tenant column, stay.
+#[test]
+fn forget_on_postgres_deletes_only_the_tenants_rows_of_its_own_table() {
+    let Some(url) = std::env::var("IDEMKIT_POSTGRES_URL").ok() else {
+        eprintln!("SKIPPED: IDEMKIT_POSTGRES_URL not set");
+        return;
+    };
+    let tenant = tenant();
+    idemkit::runtime::block_on(async {
+        let (ours, ours_store) = common::PgTable::new(&url, "cli_forget").await;
+        let (other, other_store) = common::PgTable::new(&url, "cli_forget_other").await;
+        let (ours_store, other_store): (Arc<dyn Store>, Arc<dyn Store>) =
+            (Arc::new(ours_store), Arc::new(other_store));
+        let app_table = format!("app_{}", &Token::random().hex()[..12]);
+        let client = common::pg_client(&url).await.unwrap();
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {app_table} (tenant text, tenant_key text, key text);
+                 INSERT INTO {app_table} VALUES ('{tenant}', 't', 'app-row')"
+            ))
+            .await
+            .unwrap();
+        leave_record(&ours_store, &tenant, None, "cli_test", None, 600_000).await;
+        let kept = leave_record(&other_store, &tenant, None, "cli_test", None, 600_000).await;
+
+        let out = ok(&idemkit(
+            &[
+                "forget", "--store", &url, "--table", &ours.name, "--tenant", &tenant, "--yes",
+            ],
+            None,
+        ));
+        assert!(out.starts_with("forgot 1 record(s)"), "{out}");
+        let id = RecordId {
+            tenant: Some(&tenant),
+            key: &kept,
+        };
+        assert!(
+            other_store.get(id).await.unwrap().0.is_some(),
+            "forget deleted a record of {}",
+            other.name
+        );
+        let rows: i64 = client
+            .query_one(&format!("SELECT count(*) FROM {app_table}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(rows, 1, "forget deleted a row of the application's table");
+        client
+            .batch_execute(&format!("DROP TABLE {app_table}"))
+            .await
+            .unwrap();
+    });
 }
