@@ -390,7 +390,8 @@ pub trait Store: Send + Sync + 'static {
     /// token an operator was shown), in one atomic operation: a record claimed again since is
     /// kept and answered as [`Deleted::Changed`].
     ///
-    /// The default answers [`Deleted::Unsupported`] and deletes nothing.
+    /// The default answers [`Deleted::Unsupported`] and deletes nothing. (A delete sent again
+    /// after its connection broke, whose first send had landed, answers [`Deleted::NotFound`].)
     async fn delete_held(&self, id: RecordId<'_>, expected: Token) -> Result<Deleted, StoreError> {
         let _ = (id, expected);
         Ok(Deleted::Unsupported)
