@@ -5,8 +5,9 @@
 #      libidemkit.so.0, every function of the header exported, idemkit.pc;
 #   3. building the CLI afterwards leaves libidemkit.so and libidemkit.a as they were;
 #   4. tests/c/idemkit_test.c, linked through `pkg-config --cflags --libs idemkit` against the
-#      shared library and through `pkg-config --static ...` against the static one, passes when
-#      run from another directory; the README's C commands work as written;
+#      shared library and through `pkg-config --static --cflags --libs idemkit-static` against
+#      the static one installed next to it (and idemkit.pc of a --static-only prefix links it
+#      too), passes when run from another directory; the README's C commands work as written;
 #   5. it passes again under valgrind with no errors and no definitely-lost bytes.
 # Installs cbindgen when it is missing. Usage: scripts/c-test.sh
 # Environment: IDEMKIT_VECTORS (path of keys-v1.json, default tests/vectors/keys-v1.json),
@@ -121,22 +122,29 @@ cflags=(-std=c11 -Wall -Wextra -Werror -g -O1 "-DIDEMKIT_TEST_HAS_REDIS=$has_red
   "-DIDEMKIT_TEST_HAS_POSTGRES=$has_postgres" -pthread)
 shared_flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs idemkit)
 shared_libdir=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --variable=libdir idemkit)
-static_flags=$(PKG_CONFIG_PATH="$static_prefix/lib/pkgconfig" pkg-config --static --cflags --libs idemkit)
+# The static library from the prefix that holds the shared one too (idemkit-static.pc names the
+# archive), and from a prefix with the static library only (idemkit.pc's `-lidemkit`).
+static_flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --static --cflags --libs idemkit-static)
+static_only_flags=$(PKG_CONFIG_PATH="$static_prefix/lib/pkgconfig" pkg-config --static --cflags --libs idemkit)
 echo "shared: gcc ... $shared_flags -Wl,-rpath,$shared_libdir"
 echo "static: gcc ... $static_flags"
 # shellcheck disable=SC2086 # pkg-config's answer is a list of words
 gcc "${cflags[@]}" tests/c/idemkit_test.c -o "$work/idemkit_test" $shared_flags -Wl,-rpath,"$shared_libdir"
 # shellcheck disable=SC2086
 gcc "${cflags[@]}" tests/c/idemkit_test.c -o "$work/idemkit_test_static" $static_flags
+# shellcheck disable=SC2086
+gcc "${cflags[@]}" tests/c/idemkit_test.c -o "$work/idemkit_test_static_only" $static_only_flags
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\].*/\1/p'; }
 needed "$work/idemkit_test" | grep -qx libidemkit.so.0 || {
   echo "the shared test program does not need libidemkit.so.0: $(needed "$work/idemkit_test" | xargs)"
   exit 1
 }
-if needed "$work/idemkit_test_static" | grep -q libidemkit; then
-  echo "the static test program needs a shared libidemkit: $(needed "$work/idemkit_test_static" | xargs)"
-  exit 1
-fi
+for program in idemkit_test_static idemkit_test_static_only; do
+  if needed "$work/$program" | grep -q libidemkit; then
+    echo "the static test program $program needs a shared libidemkit: $(needed "$work/$program" | xargs)"
+    exit 1
+  fi
+done
 # The loader finds libidemkit.so.0 by the absolute rpath, from any working directory.
 elsewhere=$work/elsewhere
 mkdir -p "$elsewhere"

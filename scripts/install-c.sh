@@ -5,16 +5,19 @@
 #   PREFIX/lib/libidemkit.so            a link to it, for `-lidemkit` at link time
 #   PREFIX/lib/libidemkit.a             the static library
 #   PREFIX/include/idemkit.h            the header
-#   PREFIX/lib/pkgconfig/idemkit.pc     for `pkg-config --cflags --libs idemkit` (shared) and
-#                                       `pkg-config --static --cflags --libs idemkit` (static)
+#   PREFIX/lib/pkgconfig/idemkit.pc     for `pkg-config --cflags --libs idemkit` (the shared
+#                                       library; the static one under --static-only)
+#   PREFIX/lib/pkgconfig/idemkit-static.pc
+#                                       for `pkg-config [--static] --cflags --libs idemkit-static`:
+#                                       the static library, named by its path, so that it is the
+#                                       one linked also where libidemkit.so sits next to it
 #
 # Usage: scripts/install-c.sh --prefix DIR [--features LIST] [--static-only]
 #   --prefix DIR     where to install (made if missing), e.g. /usr/local or "$HOME/.local"
 #   --features LIST  cargo features of capi/: the stores besides `memory:` (default
 #                    redis,postgres; '' for a library with the in-memory store only)
-#   --static-only    install no shared library. Where both are installed the linker takes
-#                    libidemkit.so for `-lidemkit`, also under `pkg-config --static`; a prefix
-#                    with the static library only makes `-lidemkit` mean libidemkit.a.
+#   --static-only    install no shared library (then `-lidemkit` and idemkit.pc mean
+#                    libidemkit.a too)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
@@ -117,5 +120,20 @@ Libs: -L\${libdir} -lidemkit
 Libs.private: $libs_private
 EOF
 
+# `pkg-config --static --libs idemkit` puts Libs.private after Libs, and the linker binds the
+# `-lidemkit` of Libs to libidemkit.so wherever that is installed too; this module names the
+# archive itself, with what it needs from the system in Libs too (so --static is optional).
+cat >"$prefix/lib/pkgconfig/idemkit-static.pc" <<EOF
+prefix=$prefix
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: idemkit-static
+Description: Make side-effecting calls safe to retry (the C library, linked statically)
+Version: $version
+Cflags: -I\${includedir}
+Libs: \${libdir}/libidemkit.a $libs_private
+EOF
+
 echo "installed idemkit $version (features: ${features:-none}) under $prefix:"
-(cd "$prefix" && ls -l lib/libidemkit.* lib/pkgconfig/idemkit.pc include/idemkit.h | awk '{$1=$2=$3=$4=$5=$6=$7=$8=""; print " " $0}')
+(cd "$prefix" && ls -l lib/libidemkit.* lib/pkgconfig/idemkit*.pc include/idemkit.h | awk '{$1=$2=$3=$4=$5=$6=$7=$8=""; print " " $0}')

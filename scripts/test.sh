@@ -116,6 +116,8 @@ if wants clippy; then
   # A crate with only one store, as an application that needs one builds it: no warnings either.
   step clippy-redis cargo clippy --lib --features redis -- -D warnings
   step clippy-postgres cargo clippy --lib --features postgres -- -D warnings
+  # A fresh clone's `cargo test`: default features, every target that needs none builds.
+  step clippy-default cargo clippy --all-targets -- -D warnings
   step clippy-native cargo clippy --manifest-path "$native" --workspace --all-targets --all-features -- -D warnings
 fi
 

@@ -247,7 +247,7 @@ pub enum Error {
     /// request with another payload (SPEC v1.1 rule 12). Kind [`ErrorKind::PayloadMismatch`];
     /// the claim was released and nothing was recorded. Only for tools whose upstream honours
     /// the key ([`Policy::with_upstream_honors_key`](crate::Policy::with_upstream_honors_key)).
-    #[error("`{tool}` sent key {key} upstream and the upstream answered {status}: it holds this key for a request with another payload{}; nothing was recorded. The upstream compares the whole request, so an argument outside keyArguments changed it; send the original payload, or use a new key for a new request", tenant_note(.tenant.as_deref()))]
+    #[error("{}", upstream_payload_mismatch(.tool, .key, .tenant, *.status, Setting::rust_name))]
     UpstreamPayloadMismatch {
         /// The tool.
         tool: String,
@@ -269,6 +269,22 @@ fn tenant_note(tenant: Option<&str>) -> String {
     tenant
         .map(|t| format!(" (tenant {t:?})"))
         .unwrap_or_default()
+}
+
+/// The text of [`Error::UpstreamPayloadMismatch`], naming the key-arguments setting by `name`
+/// (each face as its users write it: Rust `` `key_arguments` ``, Java `keyArguments`).
+fn upstream_payload_mismatch(
+    tool: &str,
+    key: &str,
+    tenant: &Option<String>,
+    status: u16,
+    name: impl Fn(Setting) -> &'static str,
+) -> String {
+    format!(
+        "`{tool}` sent key {key} upstream and the upstream answered {status}: it holds this key for a request with another payload{}; nothing was recorded. The upstream compares the whole request, so an argument outside {} changed it; send the original payload, or use a new key for a new request",
+        tenant_note(tenant.as_deref()),
+        name(Setting::KeyArguments)
+    )
 }
 
 /// Why an outcome is indeterminate, for [`Error::Indeterminate`]'s message.
@@ -322,6 +338,22 @@ impl Error {
             | Error::PayloadMismatch { key, .. }
             | Error::UpstreamPayloadMismatch { key, .. } => Some(key),
             _ => None,
+        }
+    }
+
+    /// The error's message with every setting it names called by `name`: how a face other than
+    /// Rust shows it (see [`SettingMessage::render`]); the [`Display`](std::fmt::Display) uses
+    /// [`Setting::rust_name`].
+    pub fn render(&self, name: impl Fn(Setting) -> &'static str) -> String {
+        match self {
+            Error::InvalidSetting(message) => message.render(name),
+            Error::UpstreamPayloadMismatch {
+                tool,
+                key,
+                tenant,
+                status,
+            } => upstream_payload_mismatch(tool, key, tenant, *status, name),
+            other => other.to_string(),
         }
     }
 
@@ -780,6 +812,32 @@ impl StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The Rust face names the Rust setting (`key_arguments`); another face renders its own.
+    #[test]
+    fn an_upstream_payload_mismatch_names_the_setting_as_each_face_writes_it() {
+        let error = Error::UpstreamPayloadMismatch {
+            tool: "create_order".into(),
+            key: "ab".repeat(32),
+            tenant: None,
+            status: 422,
+        };
+        let rust = error.to_string();
+        assert!(
+            rust.contains("an argument outside `key_arguments` changed it"),
+            "{rust}"
+        );
+        assert!(!rust.contains("keyArguments"), "{rust}");
+        let java = error.render(|s| match s {
+            Setting::KeyArguments => "keyArguments",
+            other => other.rust_name(),
+        });
+        assert!(
+            java.contains("an argument outside keyArguments changed it"),
+            "{java}"
+        );
+        assert_eq!(java.replace("keyArguments", "`key_arguments`"), rust);
+    }
 
     #[derive(Debug, thiserror::Error)]
     #[error("cannot log in as app with password hunter2")]

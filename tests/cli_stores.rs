@@ -833,3 +833,277 @@ fn every_tenant_argument_is_taken_in_nfc() {
         assert!(forgot.contains("forgot 1 record(s)"), "{forgot}");
     }
 }
+
+/// Keys of an application sharing the Redis database, of every shape next to a record's
+/// `<prefix><t>:<64 hex>`: `forget` must delete the records and none of these.
+fn unrelated_redis_keys(prefix: &str, segment: &str) -> Vec<(String, &'static str)> {
+    // A fresh 64-hex for every key, so that no two keys coincide.
+    let hex = || Token::random().hex().repeat(2);
+    vec![
+        (format!("{prefix}{segment}:unrelated-app-key"), "string"),
+        (format!("{prefix}{segment}:{}", hex()), "string"),
+        (format!("{prefix}{segment}:{}:extra", hex()), "string"),
+        (format!("{prefix}{segment}:{}", &hex()[..63]), "string"),
+        (
+            format!("{prefix}{segment}:{}", hex().to_uppercase()),
+            "string",
+        ),
+        (format!("{prefix}{segment}x:{}", hex()), "string"),
+        (format!("{prefix}{segment}:{}", hex()), "hash"),
+        (format!("{prefix}{segment}:{}", hex()), "list"),
+        (format!("{prefix}{segment}"), "string"),
+    ]
+}
+
+#[test]
+fn forget_deletes_only_records_never_an_applications_keys_whatever_the_prefix() {
+    let Some(url) = std::env::var("IDEMKIT_REDIS_URL").ok() else {
+        eprintln!("SKIPPED: IDEMKIT_REDIS_URL not set");
+        return;
+    };
+    let tenant = tenant();
+    let segment = idemkit::store::redis::tenant_segment(Some(&tenant));
+    // A prefix of this test's own besides the empty one: other tests list and count the default
+    // prefix's records meanwhile, and would trip over the keys planted here.
+    let own = format!("cli-forget-{}:", &Token::random().hex()[..8]);
+    for prefix in ["", own.as_str()] {
+        idemkit::runtime::block_on(async {
+            let client = redis::Client::open(url.as_str()).unwrap();
+            let mut raw = client.get_multiplexed_async_connection().await.unwrap();
+            let keys = unrelated_redis_keys(prefix, &segment);
+            for (key, kind) in &keys {
+                let _: () = redis::cmd("DEL")
+                    .arg(key)
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+                let command = match *kind {
+                    "hash" => redis::cmd("HSET").arg(key).arg("app").arg("data").clone(),
+                    "list" => redis::cmd("RPUSH").arg(key).arg("data").clone(),
+                    _ => redis::cmd("SET").arg(key).arg("data").clone(),
+                };
+                let _: () = command.query_async(&mut raw).await.unwrap();
+            }
+            // A hash with a record's own shape of key but not a record of this key.
+            let hex = Token::random().hex().repeat(2);
+            let lookalike = format!("{prefix}{segment}:{hex}");
+            let _: () = redis::cmd("HSET")
+                .arg(&lookalike)
+                .arg("key")
+                .arg("0".repeat(64))
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            let options = StoreOptions {
+                key_prefix: Some(prefix.to_owned()),
+                ..StoreOptions::default()
+            };
+            let store = idemkit::store::open(&url, &options).await.unwrap();
+            leave_record(
+                &store,
+                &tenant,
+                None,
+                "cli_test",
+                Some(Outcome::success("1").unwrap()),
+                600_000,
+            )
+            .await;
+            leave_record(&store, &tenant, None, "cli_test", None, 600_000).await;
+
+            let out = ok(&idemkit(
+                &[
+                    "forget", "--store", &url, "--prefix", prefix, "--tenant", &tenant, "--yes",
+                ],
+                None,
+            ));
+            assert!(
+                out.starts_with("forgot 2 record(s)"),
+                "prefix {prefix:?}: {out}"
+            );
+            let mut survivors = vec![lookalike];
+            survivors.extend(keys.into_iter().map(|(key, _)| key));
+            for key in &survivors {
+                let exists: i64 = redis::cmd("EXISTS")
+                    .arg(key)
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    exists, 1,
+                    "prefix {prefix:?}: forget deleted the application's key {key:?}"
+                );
+                let _: () = redis::cmd("DEL")
+                    .arg(key)
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+            }
+        });
+    }
+}
+
+/// Runs `idemkit delete` of `key` in `tenant`, and between its question and the answer `y`
+/// runs `meanwhile`; answers the command's output.
+fn delete_with_a_change_before_the_answer(
+    url: &str,
+    key: &str,
+    tenant: &str,
+    meanwhile: impl FnOnce(),
+) -> (Output, String) {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idemkit"))
+        .args(["delete", "--store", url, "--key", key, "--tenant", tenant])
+        .env_remove("IDEMKIT_STORE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the idemkit binary runs");
+    let mut stderr = child.stderr.take().unwrap();
+    let mut question = Vec::new();
+    let mut byte = [0u8; 1];
+    while !question.ends_with(b"[y/N] ") {
+        assert_eq!(
+            stderr.read(&mut byte).unwrap(),
+            1,
+            "no question: {question:?}"
+        );
+        question.push(byte[0]);
+    }
+    meanwhile();
+    child.stdin.take().unwrap().write_all(b"y\n").unwrap();
+    let mut rest = Vec::new();
+    stderr.read_to_end(&mut rest).unwrap();
+    let output = child.wait_with_output().unwrap();
+    (output, String::from_utf8_lossy(&rest).into_owned())
+}
+
+#[test]
+fn delete_deletes_only_the_record_it_showed_not_one_claimed_again_meanwhile() {
+    for (_, url) in urls() {
+        let tenant = tenant();
+        let (key, first) = idemkit::runtime::block_on(async {
+            let store = open(&url).await;
+            let key = leave_record(
+                &store,
+                &tenant,
+                None,
+                "cli_test",
+                Some(Outcome::success("1").unwrap()),
+                600_000,
+            )
+            .await;
+            let id = RecordId {
+                tenant: Some(&tenant),
+                key: &key,
+            };
+            (key, store.get(id).await.unwrap().0.unwrap().token)
+        });
+        // Between the question and the answer the record is deleted and claimed again by a
+        // new owner: the operator confirmed the old record, not this one.
+        let (output, said) =
+            delete_with_a_change_before_the_answer(&url, &key.hex(), &tenant, || {
+                idemkit::runtime::block_on(async {
+                    let store = open(&url).await;
+                    let id = RecordId {
+                        tenant: Some(&tenant),
+                        key: &key,
+                    };
+                    assert!(store.delete(id).await.unwrap());
+                    leave_record(&store, &tenant, Some(key), "cli_test", None, 600_000).await;
+                })
+            });
+        assert_eq!(output.status.code(), Some(1), "{said}");
+        assert!(
+            said.contains("changed meanwhile") && said.contains("nothing was deleted"),
+            "{said}"
+        );
+        let now = idemkit::runtime::block_on(async {
+            let store = open(&url).await;
+            store
+                .get(RecordId {
+                    tenant: Some(&tenant),
+                    key: &key,
+                })
+                .await
+                .unwrap()
+                .0
+        });
+        let now = now.expect("the new owner's claim was deleted");
+        assert_ne!(now.token, first);
+
+        // Unchanged between question and answer: deleted.
+        let (output, said) =
+            delete_with_a_change_before_the_answer(&url, &key.hex(), &tenant, || {});
+        assert!(output.status.success(), "{said}");
+        assert!(String::from_utf8_lossy(&output.stdout).starts_with("deleted the record of key"));
+        let gone = idemkit::runtime::block_on(async {
+            open(&url)
+                .await
+                .get(RecordId {
+                    tenant: Some(&tenant),
+                    key: &key,
+                })
+                .await
+                .unwrap()
+                .0
+        });
+        assert!(gone.is_none());
+        forget(&url, &tenant);
+    }
+}
+
+/// On PostgreSQL `forget --table T` deletes the tenant's rows of T only: the same tenant's
+/// records in another idemkit table, and an application's own table with a tenant column, stay.
+#[test]
+fn forget_on_postgres_deletes_only_the_tenants_rows_of_its_own_table() {
+    let Some(url) = std::env::var("IDEMKIT_POSTGRES_URL").ok() else {
+        eprintln!("SKIPPED: IDEMKIT_POSTGRES_URL not set");
+        return;
+    };
+    let tenant = tenant();
+    idemkit::runtime::block_on(async {
+        let (ours, ours_store) = common::PgTable::new(&url, "cli_forget").await;
+        let (other, other_store) = common::PgTable::new(&url, "cli_forget_other").await;
+        let (ours_store, other_store): (Arc<dyn Store>, Arc<dyn Store>) =
+            (Arc::new(ours_store), Arc::new(other_store));
+        let app_table = format!("app_{}", &Token::random().hex()[..12]);
+        let client = common::pg_client(&url).await.unwrap();
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {app_table} (tenant text, tenant_key text, key text);
+                 INSERT INTO {app_table} VALUES ('{tenant}', 't', 'app-row')"
+            ))
+            .await
+            .unwrap();
+        leave_record(&ours_store, &tenant, None, "cli_test", None, 600_000).await;
+        let kept = leave_record(&other_store, &tenant, None, "cli_test", None, 600_000).await;
+
+        let out = ok(&idemkit(
+            &[
+                "forget", "--store", &url, "--table", &ours.name, "--tenant", &tenant, "--yes",
+            ],
+            None,
+        ));
+        assert!(out.starts_with("forgot 1 record(s)"), "{out}");
+        let id = RecordId {
+            tenant: Some(&tenant),
+            key: &kept,
+        };
+        assert!(
+            other_store.get(id).await.unwrap().0.is_some(),
+            "forget deleted a record of {}",
+            other.name
+        );
+        let rows: i64 = client
+            .query_one(&format!("SELECT count(*) FROM {app_table}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(rows, 1, "forget deleted a row of the application's table");
+        client
+            .batch_execute(&format!("DROP TABLE {app_table}"))
+            .await
+            .unwrap();
+    });
+}

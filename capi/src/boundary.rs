@@ -174,11 +174,8 @@ impl Fault {
 
 impl From<Error> for Fault {
     fn from(error: Error) -> Fault {
-        let message = match &error {
-            // The core decided what is wrong; C names the settings as its structs do.
-            Error::InvalidSetting(message) => message.render(c_name),
-            other => other.to_string(),
-        };
+        // The core decided what is wrong; C names the settings as its structs do.
+        let message = error.render(c_name);
         Fault::new(IdemkitStatus::from_kind(error.kind()), message)
     }
 }

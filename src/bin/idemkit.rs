@@ -12,7 +12,7 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand};
 use idemkit::error::{escape_for_display as shown, shell_word};
 use idemkit::key::{canonical_material, derive_key, Key, KeyInput, KeyScope};
-use idemkit::store::{ListFilter, RecordId, Resolution, Resolved, StoreOptions};
+use idemkit::store::{Deleted, ListFilter, RecordId, Resolution, Resolved, StoreOptions};
 use idemkit::{Failure, Outcome, Record, Status, Store};
 
 /// idemkit: make side-effecting calls safe to retry.
@@ -714,22 +714,33 @@ async fn delete(args: DeleteArgs) -> Result<(), Failed> {
             "not confirmed; nothing was deleted (pass --yes to skip the question)",
         ));
     }
+    // Only the record shown: one claimed again since the question holds another token and is
+    // kept (its owner may be running it now).
     let id = RecordId { tenant, key: &key };
-    if store
-        .delete(id)
+    match store
+        .delete_held(id, record.token)
         .await
         .map_err(|e| store_failed(&args.store, e))?
     {
-        println!(
-            "deleted the record of key {} (tenant {})",
-            key.hex(),
-            tenant_label(tenant)
-        );
-        Ok(())
-    } else {
-        Err(failed(
+        Deleted::Done => {
+            println!(
+                "deleted the record of key {} (tenant {})",
+                key.hex(),
+                tenant_label(tenant)
+            );
+            Ok(())
+        }
+        Deleted::NotFound => Err(failed(
             "the record disappeared meanwhile (expired or deleted); nothing was deleted",
-        ))
+        )),
+        Deleted::Changed(now) => Err(failed(format!(
+            "the record changed meanwhile: it was claimed again (owner {} instead of the {} shown); nothing was deleted. Inspect it and delete again if you still mean to",
+            now.token, record.token
+        ))),
+        Deleted::Unsupported => Err(failed(format!(
+            "{} cannot delete a record by its owner token; nothing was deleted",
+            args.store.redacted()
+        ))),
     }
 }
 

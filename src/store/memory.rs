@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use tokio::sync::Notify;
 
 use super::{
-    Claim, ClaimReply, ClaimRequest, Completion, ListFilter, Page, RecordId, Resolution, Resolved,
-    Store, TakeOver, TakeOverRequest, DEFAULT_MAX_OUTCOME_BYTES,
+    Claim, ClaimReply, ClaimRequest, Completion, Deleted, ListFilter, Page, RecordId, Resolution,
+    Resolved, Store, TakeOver, TakeOverRequest, DEFAULT_MAX_OUTCOME_BYTES,
 };
 use crate::error::StoreError;
 use crate::key::Key;
@@ -443,6 +443,21 @@ impl Store for MemoryStore {
         Ok(shard.live(id, now).is_some() && shard.remove(id).is_some())
     }
 
+    async fn delete_held(&self, id: RecordId<'_>, expected: Token) -> Result<Deleted, StoreError> {
+        let now = self.clock.now_ms();
+        let mut shard = self.shard(id.key);
+        match shard.live(id, now) {
+            None => Ok(Deleted::NotFound),
+            Some(e) if e.record.token != expected => {
+                Ok(Deleted::Changed(Box::new(e.record.clone())))
+            }
+            Some(_) => {
+                shard.remove(id);
+                Ok(Deleted::Done)
+            }
+        }
+    }
+
     async fn newest(&self, filter: &ListFilter) -> Result<Page, StoreError> {
         // `list` is already newest first: its first page is the answer.
         let first = ListFilter {
@@ -523,6 +538,31 @@ impl Store for MemoryStore {
 mod tests {
     use super::*;
     use crate::key::{derive_key, KeyInput, KeyScope};
+
+    /// `delete_held` deletes the record holding the token shown, and keeps one claimed again.
+    #[tokio::test]
+    async fn delete_held_deletes_only_the_record_holding_the_token() {
+        let store = MemoryStore::new();
+        let (_, first) = claim_for("t", 1);
+        store.claim(&first).await.unwrap();
+        let second = ClaimRequest {
+            token: Token::random(),
+            ..first
+        };
+        assert_eq!(
+            store.delete_held(first.id, second.token).await.unwrap(),
+            Deleted::Changed(Box::new(store.get(first.id).await.unwrap().0.unwrap()))
+        );
+        assert!(store.get(first.id).await.unwrap().0.is_some());
+        assert_eq!(
+            store.delete_held(first.id, first.token).await.unwrap(),
+            Deleted::Done
+        );
+        assert_eq!(
+            store.delete_held(first.id, first.token).await.unwrap(),
+            Deleted::NotFound
+        );
+    }
 
     fn claim_for(tenant: &str, n: usize) -> (Key, ClaimRequest<'static>) {
         let key = derive_key(

@@ -149,6 +149,19 @@ pub enum Resolved {
     AlreadyCompleted(Record),
 }
 
+/// What [`Store::delete_held`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deleted {
+    /// The record holding the expected token was deleted.
+    Done,
+    /// No live record under that id.
+    NotFound,
+    /// The live record holds another token (it was claimed again meanwhile); it was kept.
+    Changed(Box<Record>),
+    /// This store cannot delete by token; nothing was deleted.
+    Unsupported,
+}
+
 /// The take-over of an abandoned claim (SPEC v1.1 rule 12): only for tools whose upstream
 /// honours the `Idempotency-Key`, whose request is then sent again under the same key.
 #[derive(Debug, Clone, Copy)]
@@ -373,6 +386,17 @@ pub trait Store: Send + Sync + 'static {
     /// one. Every other record, of this key under another tenant too, is left alone.
     async fn delete(&self, id: RecordId<'_>) -> Result<bool, StoreError>;
 
+    /// Deletes the live record `id`, whatever its state, only if it still holds `expected` (the
+    /// token an operator was shown), in one atomic operation: a record claimed again since is
+    /// kept and answered as [`Deleted::Changed`].
+    ///
+    /// The default answers [`Deleted::Unsupported`] and deletes nothing. (A delete sent again
+    /// after its connection broke, whose first send had landed, answers [`Deleted::NotFound`].)
+    async fn delete_held(&self, id: RecordId<'_>, expected: Token) -> Result<Deleted, StoreError> {
+        let _ = (id, expected);
+        Ok(Deleted::Unsupported)
+    }
+
     /// Deletes every record of `tenant` (`None`: the records without a tenant; a tenant is
     /// taken in its NFC form, as records are made); answers how many.
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError>;
@@ -457,6 +481,16 @@ pub(crate) fn repeated_resolution(
             Resolved::Done
         }
         (answer, _) => answer,
+    }
+}
+
+/// What [`Store::delete_held`] answers when it deleted nothing: what the id holds now (read after
+/// the refused delete, for the operator's message).
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) fn not_deleted(now: Option<Record>) -> Deleted {
+    match now {
+        None => Deleted::NotFound,
+        Some(record) => Deleted::Changed(Box::new(record)),
     }
 }
 
@@ -565,8 +599,10 @@ pub struct StoreOptions {
     /// (default 5 s; measured by the client, the server's `statement_timeout` is not changed).
     /// URL: `statement_timeout_ms`.
     pub statement_timeout: Option<Duration>,
-    /// PostgreSQL: the most connections the store opens (default 16; from 1 to 1024). URL:
-    /// `pool_size`.
+    /// PostgreSQL: the most connections the store opens for Rust callers (default 16; from 1 to
+    /// 1024). URL: `pool_size`. Besides these it opens one connection per caller lane that C
+    /// and Java calls used with it: up to `IDEMKIT_CALLER_LANES` more (default 8), so at most
+    /// `pool_size` + 8 by default.
     pub pool_size: Option<usize>,
 }
 

@@ -259,7 +259,8 @@ fn throw_idemkit(
     throw_coded(
         env,
         error.kind().code(),
-        &error.to_string(),
+        // The settings it names as Java writes them (`keyArguments`).
+        &error.render(crate::ops::java_name),
         tool,
         error.key().or(call_key),
         error_type,

@@ -174,27 +174,32 @@ pub(crate) fn store_event_counts<'l>(env: &mut Env<'l>, store: jlong) -> Result<
     Ok(array)
 }
 
-/// A setting error as Java users write the settings (`@Idempotent(ttlSeconds = ...)`); the
-/// core decided what is wrong, this only names the settings.
+/// A setting as Java users write it (`@Idempotent(ttlSeconds = ...)`, `Policy.keyArguments`).
+pub(crate) fn java_name(setting: Setting) -> &'static str {
+    match setting {
+        Setting::Ttl => "ttlSeconds",
+        Setting::Lease => "leaseSeconds",
+        Setting::Timeout => "timeoutMs",
+        Setting::KeyArguments => "keyArguments",
+        Setting::CacheFailures => "cacheFailures",
+        Setting::Effect => "effect",
+        Setting::NoEffectErrors => "noEffect",
+        Setting::PermanentErrors => "permanent",
+        Setting::MaxAttempts => "maxAttempts",
+        Setting::InitialBackoff => "initialBackoff",
+        Setting::MaxBackoff => "maxBackoff",
+        Setting::RetryOn => "retryOn",
+        other => other.rust_name(),
+    }
+}
+
+/// A setting error as Java users write the settings; the core decided what is wrong, this only
+/// names the settings.
 fn java_names(error: Error) -> Failure {
     match error {
-        Error::InvalidSetting(message) => Failure::Idemkit(Error::Configuration(message.render(
-            |setting| match setting {
-                Setting::Ttl => "ttlSeconds",
-                Setting::Lease => "leaseSeconds",
-                Setting::Timeout => "timeoutMs",
-                Setting::KeyArguments => "keyArguments",
-                Setting::CacheFailures => "cacheFailures",
-                Setting::Effect => "effect",
-                Setting::NoEffectErrors => "noEffect",
-                Setting::PermanentErrors => "permanent",
-                Setting::MaxAttempts => "maxAttempts",
-                Setting::InitialBackoff => "initialBackoff",
-                Setting::MaxBackoff => "maxBackoff",
-                Setting::RetryOn => "retryOn",
-                other => other.rust_name(),
-            },
-        ))),
+        Error::InvalidSetting(message) => {
+            Failure::Idemkit(Error::Configuration(message.render(java_name)))
+        }
         other => Failure::Idemkit(other),
     }
 }

@@ -69,9 +69,10 @@ pub use self::sql::{
     HOT_UPDATES_SQL, SCHEMA_SQL,
 };
 use super::{
-    checked_timeout, nfc, redact_url, repeated_resolution, take_url_settings, Claim, ClaimReply,
-    ClaimRequest, Completion, ListFilter, Page, RecordId, Resolution, Resolved, Store,
-    StoreOptions, TakeOver, TakeOverRequest, DEFAULT_MAX_OUTCOME_BYTES, MAX_POOL_SIZE, MAX_SPAN_MS,
+    checked_timeout, nfc, not_deleted, redact_url, repeated_resolution, take_url_settings, Claim,
+    ClaimReply, ClaimRequest, Completion, Deleted, ListFilter, Page, RecordId, Resolution,
+    Resolved, Store, StoreOptions, TakeOver, TakeOverRequest, DEFAULT_MAX_OUTCOME_BYTES,
+    MAX_POOL_SIZE, MAX_SPAN_MS,
 };
 use crate::error::StoreError;
 use crate::record::{Outcome, Record, RecordState, Status, Token, RECORD_FORMAT};
@@ -121,7 +122,9 @@ impl PostgresStore {
     ///
     /// Connection settings: `options.connect_timeout` (default 2 s; the URL's libpq
     /// `connect_timeout`, in seconds, wins), `options.statement_timeout` (default 5 s; URL
-    /// `statement_timeout_ms`) and `options.pool_size` (default 16; URL `pool_size`).
+    /// `statement_timeout_ms`) and `options.pool_size` (default 16; URL `pool_size`), plus one
+    /// connection per caller lane that C and Java calls used (up to `IDEMKIT_CALLER_LANES`,
+    /// default 8).
     ///
     /// Checks the table name and that the server answers; the table itself may be created
     /// afterwards with [`PostgresStore::create_table_if_missing`] (until then calls fail with a
@@ -637,6 +640,25 @@ impl Store for PostgresStore {
             Some(row) => row.try_get::<_, bool>(0).map_err(corrupt),
             None => Ok(false),
         }
+    }
+
+    async fn delete_held(&self, id: RecordId<'_>, expected: Token) -> Result<Deleted, StoreError> {
+        let sql = sql::delete_held_sql(&self.table);
+        let (key, token) = (id.key.hex(), expected.hex());
+        let deleted = self
+            .run(true, |s| {
+                let (sql, key, token) = (&sql, &key, &token);
+                async move {
+                    s.client
+                        .execute(sql.as_str(), &[&id.tenant, key, token])
+                        .await
+                }
+            })
+            .await?;
+        if deleted == 1 {
+            return Ok(Deleted::Done);
+        }
+        Ok(not_deleted(self.get(id).await?.0))
     }
 
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {

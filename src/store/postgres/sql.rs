@@ -246,6 +246,17 @@ RETURNING expires_at > date_trunc('milliseconds', clock_timestamp())"
     )
 }
 
+/// An operator's delete of one live record only if it still holds the token `$3` (the record
+/// they were shown); answers a row if it deleted one.
+pub(super) fn delete_held_sql(table: &str) -> String {
+    format!(
+        "DELETE FROM {table} WHERE tenant_key = (CASE WHEN $1::text IS NULL THEN '_' ELSE 't' || $1::text END)
+  AND key = $2::text AND token = $3::text
+  AND expires_at > date_trunc('milliseconds', clock_timestamp())
+RETURNING 1"
+    )
+}
+
 /// `x` (a timestamptz) as milliseconds since the epoch.
 fn ms(x: &str) -> String {
     format!("(extract(epoch from {x}) * 1000)::bigint")

@@ -68,11 +68,14 @@ pub use self::layout::{glob_escape, tenant_segment};
 use self::layout::{is_record_suffix, ListCursor};
 use self::pool::{broken_connection, Connection};
 pub use self::scripts::sources as script_sources;
-use self::scripts::{CLAIM, COMPLETE, GET, PURGE_ONE, RELEASE, RESOLVE, TAKE_OVER};
+use self::scripts::{
+    CLAIM, COMPLETE, DELETE_HELD, FORGET_ONE, GET, PURGE_ONE, RELEASE, RESOLVE, TAKE_OVER,
+};
 use super::{
-    checked_timeout, newest_first, nfc, redact_url, repeated_resolution, take_url_settings, Claim,
-    ClaimReply, ClaimRequest, Completion, ListFilter, Page, RecordId, Resolution, Resolved, Store,
-    StoreOptions, TakeOver, TakeOverRequest, DEFAULT_MAX_OUTCOME_BYTES, MAX_SPAN_MS,
+    checked_timeout, newest_first, nfc, not_deleted, redact_url, repeated_resolution,
+    take_url_settings, Claim, ClaimReply, ClaimRequest, Completion, Deleted, ListFilter, Page,
+    RecordId, Resolution, Resolved, Store, StoreOptions, TakeOver, TakeOverRequest,
+    DEFAULT_MAX_OUTCOME_BYTES, MAX_SPAN_MS,
 };
 use crate::error::StoreError;
 use crate::record::{Outcome, Record, Token, RECORD_FORMAT};
@@ -821,6 +824,22 @@ impl Store for RedisStore {
         Ok(deleted == 1)
     }
 
+    async fn delete_held(&self, id: RecordId<'_>, expected: Token) -> Result<Deleted, StoreError> {
+        let key = self.record_key(id);
+        let token = expected.hex();
+        let deleted: i64 = self
+            .run(|mut c| {
+                let mut invocation = DELETE_HELD.key(&key);
+                invocation.arg(&token);
+                async move { invocation.invoke_async(&mut c).await }
+            })
+            .await?;
+        if deleted == 1 {
+            return Ok(Deleted::Done);
+        }
+        Ok(not_deleted(self.get(id).await?.0))
+    }
+
     async fn forget(&self, tenant: Option<&str>) -> Result<u64, StoreError> {
         let tenant = tenant.map(nfc);
         let pattern = format!(
@@ -828,13 +847,20 @@ impl Store for RedisStore {
             glob_escape(&self.prefix),
             tenant_segment(tenant.as_deref())
         );
-        // One UNLINK per key, pipelined: one round trip per batch, and no multi-key command that
+        // Only keys of a record's shape, each deleted by a script that checks it is a record: an
+        // application's key under the same prefix (or under an empty one) is never touched. One
+        // EVALSHA per key, pipelined: one round trip per batch, and no multi-key command that
         // Redis Cluster would refuse across slots.
+        self.run(|mut c| async move { FORGET_ONE.prepare_invoke().load_async(&mut c).await })
+            .await?;
         self.sweep(
             &pattern,
-            |_| true,
+            |key| key.strip_prefix(&self.prefix).is_some_and(is_record_suffix),
             |pipe, key| {
-                pipe.cmd("UNLINK").arg(key);
+                pipe.cmd("EVALSHA")
+                    .arg(FORGET_ONE.get_hash())
+                    .arg(1)
+                    .arg(key);
             },
         )
         .await

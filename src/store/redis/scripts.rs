@@ -40,8 +40,18 @@ pub(super) static TAKE_OVER: Lazy<Script> =
 pub(super) static PURGE_ONE: Lazy<Script> =
     Lazy::new(|| script(include_str!("scripts/purge_one.lua")));
 
+/// Forget one: KEYS = [record]. Deletes the key if it is a record (a hash whose `key` field is
+/// the 64-hex its name ends with), never another application's key; answers 1 if it did.
+pub(super) static FORGET_ONE: Lazy<Script> =
+    Lazy::new(|| script(include_str!("scripts/forget_one.lua")));
+
+/// Delete held: KEYS = [record]; ARGV = [token]. Deletes the live record if it holds that
+/// token; answers 1 if it did.
+pub(super) static DELETE_HELD: Lazy<Script> =
+    Lazy::new(|| script(include_str!("scripts/delete_held.lua")));
+
 /// Every script's full text (the prelude, then its body), by name: `claim`, `complete`,
-/// `release`, `get`, `resolve`, `take_over`, `purge_one`. One text for every client: the Java face's Jedis
+/// `release`, `get`, `resolve`, `take_over`, `purge_one`, `forget_one`. One text for every client: the Java face's Jedis
 /// store (`RedisIdempotencyStore(RedisClient)`) runs these very scripts.
 pub fn sources() -> Vec<(&'static str, String)> {
     [
@@ -52,6 +62,7 @@ pub fn sources() -> Vec<(&'static str, String)> {
         ("resolve", include_str!("scripts/resolve.lua")),
         ("take_over", include_str!("scripts/take_over.lua")),
         ("purge_one", include_str!("scripts/purge_one.lua")),
+        ("forget_one", include_str!("scripts/forget_one.lua")),
     ]
     .into_iter()
     .map(|(name, body)| (name, format!("{PRELUDE}{body}")))

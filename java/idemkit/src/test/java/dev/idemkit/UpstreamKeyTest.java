@@ -265,6 +265,11 @@ class UpstreamKeyTest {
                                             Map.of("order", order, "amount", 1200, "note", "2nd")));
             assertEquals(ErrorKind.PAYLOAD_MISMATCH, mismatch.kind());
             assertTrue(mismatch.getMessage().contains("answered " + status), mismatch.getMessage());
+            // The Java face names the Java setting, not the Rust field.
+            assertTrue(
+                    mismatch.getMessage().contains("an argument outside keyArguments changed it")
+                            && !mismatch.getMessage().contains("key_arguments"),
+                    mismatch.getMessage());
             assertEquals(
                     status,
                     assertInstanceOf(WebServiceException.class, mismatch.getCause()).status());

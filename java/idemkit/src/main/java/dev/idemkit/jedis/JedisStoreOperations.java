@@ -445,8 +445,12 @@ final class JedisStoreOperations implements StoreOperations {
     @Override
     public long forget(String tenant) {
         long removed = 0;
+        // Only keys of a record's shape, each deleted by the core's forget_one script, which
+        // checks that it is a record: an application's key under the prefix is never touched.
         for (String key : scanAll(glob(prefix) + glob(tenantSegment(tenant)) + ":*")) {
-            removed += client.del(key);
+            if (key.startsWith(prefix) && isRecordSuffix(key.substring(prefix.length()))) {
+                removed += number(run("forget_one", key));
+            }
         }
         return removed;
     }
