@@ -857,8 +857,7 @@ fn unrelated_redis_keys(prefix: &str, segment: &str) -> Vec<(String, &'static st
 
 #[test]
 fn forget_deletes_only_records_never_an_applications_keys_whatever_the_prefix() {
-    let Some(url) = std::env::var("IDEMKIT_REDIS_URL").ok() else {
-        eprintln!("SKIPPED: IDEMKIT_REDIS_URL not set");
+    let Some(url) = common::env_url("IDEMKIT_REDIS_URL") else {
         return;
     };
     let tenant = tenant();
@@ -1057,8 +1056,7 @@ fn delete_deletes_only_the_record_it_showed_not_one_claimed_again_meanwhile() {
 /// records in another idemkit table, and an application's own table with a tenant column, stay.
 #[test]
 fn forget_on_postgres_deletes_only_the_tenants_rows_of_its_own_table() {
-    let Some(url) = std::env::var("IDEMKIT_POSTGRES_URL").ok() else {
-        eprintln!("SKIPPED: IDEMKIT_POSTGRES_URL not set");
+    let Some(url) = common::env_url("IDEMKIT_POSTGRES_URL") else {
         return;
     };
     let tenant = tenant();
