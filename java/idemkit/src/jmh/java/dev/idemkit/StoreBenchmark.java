@@ -52,10 +52,26 @@ public class StoreBenchmark {
         public DispatchBenchmark.Booking book(String flight, String passenger, int seats) {
             return new DispatchBenchmark.Booking("BK-" + flight, passenger, seats);
         }
+
+        /**
+         * The same tool with a deadline: on a store written in Java each store operation then runs
+         * off the caller's thread, bounded by the time left (SPEC v1.2 §9 rule 3).
+         */
+        @Tool(name = "book_bounded", timeoutMs = 5000)
+        @Idempotent(ttlSeconds = 600)
+        public DispatchBenchmark.Booking bookBounded(String flight, String passenger, int seats) {
+            return book(flight, passenger, seats);
+        }
     }
 
     @Param({"redis", "jedis", "postgres", "jdbc", "memory", "spi"})
     public String store;
+
+    /** {@code none}: the tool {@code book}; {@code 5000ms}: {@code book_bounded}, its deadline. */
+    @Param({"none", "5000ms"})
+    public String deadline;
+
+    String tool;
 
     IdempotencyStore opened;
     RedisClient jedis;
@@ -137,7 +153,8 @@ public class StoreBenchmark {
         tenant = "bench-" + run;
         dispatcher = ToolDispatcher.builder().tools(new Tools()).store(opened).tenant(tenant).build();
         input = Map.of("flight", "BA117", "passenger", "Ana Lima", "seats", 2);
-        dispatcher.call("book", input);
+        tool = deadline.equals("none") ? "book" : "book_bounded";
+        dispatcher.call(tool, input);
     }
 
     @TearDown(Level.Trial)
@@ -159,14 +176,14 @@ public class StoreBenchmark {
     /** A repeat: the remembered result of one input. */
     @Benchmark
     public Object hit() {
-        return dispatcher.call("book", input);
+        return dispatcher.call(tool, input);
     }
 
     /** An executed call: a new input (a new key) each time; claim, run, record. */
     @Benchmark
     public Object executed() {
         return dispatcher.call(
-                "book",
+                tool,
                 Map.of("flight", "BA" + run + "-" + counter++, "passenger", "Ana Lima", "seats", 2));
     }
 }

@@ -60,6 +60,7 @@ class ListenerEventsTest {
     }
 
     @Test
+    @ExpectedWarnings("an event listener threw")
     void one_throwing_listener_does_not_silence_the_others_on_either_builder() {
         List<IdempotencyEvent.Kind> dispatcherEvents = new CopyOnWriteArrayList<>();
         List<IdempotencyEvent.Kind> operationEvents = new CopyOnWriteArrayList<>();

@@ -281,6 +281,25 @@ class IdempotentToolsTest {
     void a_model_error_listener_that_throws_changes_nothing_the_model_reads() {
         Strict strict = new Strict();
         ScriptedModel model = new ScriptedModel(2);
+        // The listener's failure is logged as a warning: captured here and asserted, not printed.
+        java.util.logging.Logger log =
+                java.util.logging.Logger.getLogger(IdempotentTools.class.getName());
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture =
+                new java.util.logging.Handler() {
+                    @Override
+                    public void publish(java.util.logging.LogRecord r) {
+                        warnings.add(r.getMessage());
+                    }
+
+                    @Override
+                    public void flush() {}
+
+                    @Override
+                    public void close() {}
+                };
+        log.addHandler(capture);
+        log.setUseParentHandlers(false);
         try (IdempotentTools tools =
                 IdempotentTools.builder()
                         .tools(strict)
@@ -298,8 +317,15 @@ class IdempotentToolsTest {
                                     + " again"),
                     Set.of(answer.split(" \\| ")),
                     answer);
+        } finally {
+            log.removeHandler(capture);
+            log.setUseParentHandlers(true);
         }
         assertEquals(1, strict.charges.get());
+        assertTrue(
+                warnings.stream()
+                        .anyMatch(w -> w.contains("a ModelErrorListener failed on `charge`")),
+                warnings.toString());
     }
 
     /** A card charge whose provider times out after the request left. */
