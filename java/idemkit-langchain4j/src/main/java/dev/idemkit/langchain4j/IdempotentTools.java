@@ -90,6 +90,9 @@ public final class IdempotentTools implements AutoCloseable {
                             ? null
                             : context.chatMemoryId().toString();
 
+    /** The settings {@code AiServices.builder(...).tools(objects)} uses; see {@link #defaults}. */
+    private static volatile Builder defaults;
+
     private final List<AiServiceTool> tools;
     private final List<IdempotentOperation<Object>> operations;
     private final IdempotencyStore store;
@@ -113,6 +116,107 @@ public final class IdempotentTools implements AutoCloseable {
      */
     public static Builder builder() {
         return new Builder();
+    }
+
+    /**
+     * Makes LangChain4j's own wiring, {@code AiServices.builder(...).tools(new Flights())}, run the
+     * {@code @Idempotent} tools of those objects through idemkit, with records in {@code store}.
+     * Call it once at startup; without it such a service is refused when built (never run
+     * unprotected).
+     *
+     * @param store where the records live; it stays the caller's to close
+     */
+    public static void defaults(IdempotencyStore store) {
+        defaults(builder().store(Objects.requireNonNull(store, "store")));
+    }
+
+    /**
+     * As {@link #defaults(IdempotencyStore)}, with the tenant, run, listeners and mapper of {@code
+     * settings} as well (its tools are ignored; each service's objects are its own).
+     *
+     * @param settings a builder with a {@link Builder#store store}; copied, so later changes to it
+     *     do not count
+     * @throws IllegalArgumentException when {@code settings} has no store
+     */
+    public static void defaults(Builder settings) {
+        if (settings.store == null) {
+            throw new IllegalArgumentException(
+                    "idemkit-langchain4j: IdempotentTools.defaults needs a store:"
+                            + " IdempotentTools.defaults(IdempotentTools.builder().store(store))");
+        }
+        defaults = settings.copy();
+    }
+
+    /**
+     * Forgets the {@link #defaults}: {@code AiServices} with {@code @Idempotent} tools are refused.
+     */
+    public static void clearDefaults() {
+        defaults = null;
+    }
+
+    /**
+     * The tools of {@code objects} with the {@link #defaults}, for the AiServices hook.
+     *
+     * @throws IllegalStateException naming the first idempotent tool and the fix, without defaults
+     */
+    static IdempotentTools fromDefaults(List<Object> objects) {
+        Builder settings = defaults;
+        if (settings == null) {
+            Method first = null;
+            for (Object o : objects) {
+                for (Method m : Builder.toolMethods(o.getClass())) {
+                    if (first == null && isIdempotent(o, m)) {
+                        first = m;
+                    }
+                }
+            }
+            String tool =
+                    first == null
+                            ? "an @Idempotent tool"
+                            : "tool `"
+                                    + toolName(first)
+                                    + "` ("
+                                    + first.getDeclaringClass().getName()
+                                    + "."
+                                    + first.getName()
+                                    + ")";
+            throw new IllegalStateException(
+                    "idemkit-langchain4j: "
+                            + tool
+                            + " is @Idempotent but no idemkit store is configured for"
+                            + " AiServices.builder(...).tools(...), so it is refused rather than run"
+                            + " unprotected; call IdempotentTools.defaults(store) once at startup");
+        }
+        Builder b = settings.copy();
+        b.objects.addAll(objects);
+        return b.build();
+    }
+
+    /** Whether an object has a {@code @Tool} method that carries {@code @Idempotent}. */
+    static boolean hasIdempotentTool(Object object) {
+        for (Method m : Builder.toolMethods(object.getClass())) {
+            if (isIdempotent(object, m)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Whether a tool method has a policy, where ToolMethod looks: method, its class, the object's.
+     */
+    private static boolean isIdempotent(Object object, Method m) {
+        return m.isAnnotationPresent(dev.idemkit.Idempotent.class)
+                || m.getDeclaringClass().isAnnotationPresent(dev.idemkit.Idempotent.class)
+                || object.getClass().isAnnotationPresent(dev.idemkit.Idempotent.class);
+    }
+
+    /** The name LangChain4j gives a {@code @Tool} method. */
+    static String toolName(Method method) {
+        Tool annotation = method.getAnnotation(Tool.class);
+        return annotation == null || annotation.name().isBlank()
+                ? method.getName()
+                : annotation.name();
     }
 
     /**
@@ -173,6 +277,18 @@ public final class IdempotentTools implements AutoCloseable {
         private ObjectMapper mapper;
 
         private Builder() {}
+
+        /** The settings without the objects. */
+        private Builder copy() {
+            Builder b = new Builder();
+            b.listeners.addAll(listeners);
+            b.modelErrorListeners.addAll(modelErrorListeners);
+            b.store = store;
+            b.tenant = tenant;
+            b.run = run;
+            b.mapper = mapper;
+            return b;
+        }
 
         /**
          * Objects whose LangChain4j {@code @Tool} methods become tools (as {@code
@@ -496,7 +612,7 @@ public final class IdempotentTools implements AutoCloseable {
          * The {@code @Tool} methods of a class and its superclasses (a proxy's overrides find the
          * annotated method they override), one per signature.
          */
-        private static List<Method> toolMethods(Class<?> type) {
+        static List<Method> toolMethods(Class<?> type) {
             List<Method> found = new ArrayList<>();
             Set<String> seen = new HashSet<>();
             for (Class<?> c = type; c != null && c != Object.class; c = c.getSuperclass()) {
