@@ -80,16 +80,104 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
     private final List<IdempotentOperation<Object>> operations;
     private final IdempotencyStore store;
     private final InMemoryIdempotencyStore owned;
+    private final Builder settings;
+
+    /**
+     * Tools an {@link IdempotentToolCallingManager} protected whose names have no operation here.
+     */
+    private final Set<String> managed = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    private final IdempotencyListener managedListener;
 
     private IdempotentToolCallbacks(
             ToolCallback[] callbacks,
             List<IdempotentOperation<Object>> operations,
             IdempotencyStore store,
-            InMemoryIdempotencyStore owned) {
+            InMemoryIdempotencyStore owned,
+            Builder settings) {
         this.callbacks = callbacks;
         this.operations = operations;
         this.store = store;
         this.owned = owned;
+        this.settings = settings;
+        // The store hands every event of a tool name to each listener registered for that name, so
+        // the tools a manager protects per call are listened to once, here, not per operation.
+        if (settings.listeners.isEmpty()) {
+            this.managedListener = null;
+        } else {
+            List<IdempotencyListener> copy = List.copyOf(settings.listeners);
+            this.managedListener =
+                    event -> {
+                        if (event.tool() != null && managed.contains(event.tool())) {
+                            for (IdempotencyListener l : copy) {
+                                try {
+                                    l.onEvent(event);
+                                } catch (RuntimeException failed) {
+                                    System.getLogger(IdempotentToolCallbacks.class.getName())
+                                            .log(
+                                                    System.Logger.Level.WARNING,
+                                                    "idemkit-spring-ai: a listener failed",
+                                                    failed);
+                                }
+                            }
+                        }
+                    };
+            store.addListener(managedListener);
+        }
+    }
+
+    /**
+     * A {@link org.springframework.ai.model.tool.ToolCallingManager} that protects, with these
+     * callbacks' store, policy, listeners and tool context, every {@code @Idempotent} tool Spring
+     * AI wired its own way ({@code .tools(new Flights())}, {@code defaultTools(bean)}, a {@code
+     * MethodToolCallbackProvider}); give it to the chat model in place of {@code delegate}.
+     *
+     * @param delegate the manager that runs the tool calls (e.g. {@code
+     *     ToolCallingManager.builder().build()})
+     * @return the manager; it stays usable until these callbacks are closed
+     */
+    public IdempotentToolCallingManager toolCallingManager(
+            org.springframework.ai.model.tool.ToolCallingManager delegate) {
+        return new IdempotentToolCallingManager(delegate, () -> this, () -> null);
+    }
+
+    /**
+     * The callback of an {@code @Idempotent} method Spring AI made its own callback for: its
+     * definition (without {@code IdempotencyContext} members), metadata and converter, over an
+     * operation built here (no listeners: {@link #managedListener} tells them) that the caller
+     * closes.
+     */
+    IdempotentToolCallback protect(
+            Object object,
+            Method method,
+            ToolDefinition definition,
+            ToolMetadata metadata,
+            org.springframework.ai.tool.execution.ToolCallResultConverter converter,
+            List<IdempotentOperation<Object>> made) {
+        boolean ours = false;
+        for (IdempotentOperation<Object> op : operations) {
+            ours |= op.name().equals(definition.name());
+        }
+        if (!ours) {
+            managed.add(definition.name());
+        }
+        return settings.idempotent(
+                object, method, definition, metadata, converter, store, made, List.of());
+    }
+
+    /** The definition a protected {@code @Idempotent} method publishes. */
+    static ToolDefinition protectedDefinition(
+            Object object, Method method, ToolDefinition definition) {
+        ToolMethod tool =
+                ToolMethod.of(object, method, definition.name(), definition.description());
+        Set<String> context = new HashSet<>();
+        Parameter[] declared = method.getParameters();
+        for (int i = 0; i < declared.length; i++) {
+            if (tool.isContextParameter(i)) {
+                context.add(declared[i].getName());
+            }
+        }
+        return Builder.withoutContext(definition, context);
     }
 
     /**
@@ -145,6 +233,9 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
      */
     @Override
     public void close() {
+        if (managedListener != null) {
+            store.removeListener(managedListener);
+        }
         for (IdempotentOperation<Object> op : operations) {
             op.close();
         }
@@ -318,7 +409,19 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
                 throw refused;
             }
             return new IdempotentToolCallbacks(
-                    callbacks.toArray(new ToolCallback[0]), operations, s, created);
+                    callbacks.toArray(new ToolCallback[0]), operations, s, created, copy());
+        }
+
+        /** The settings as built, for the operations a manager makes later. */
+        private Builder copy() {
+            Builder b = new Builder();
+            b.listeners.addAll(listeners);
+            b.modelErrorListeners.addAll(modelErrorListeners);
+            b.store = store;
+            b.tenant = tenant;
+            b.run = run;
+            b.mapper = mapper;
+            return b;
         }
 
         private ToolCallback callback(
@@ -339,6 +442,29 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
                         .toolCallResultConverter(ToolUtils.getToolCallResultConverter(method))
                         .build();
             }
+            return idempotent(
+                    object,
+                    method,
+                    definition,
+                    metadata,
+                    ToolUtils.getToolCallResultConverter(method),
+                    s,
+                    operations,
+                    listeners);
+        }
+
+        /** The callback of an idempotent method; its operation is added to {@code operations}. */
+        IdempotentToolCallback idempotent(
+                Object object,
+                Method method,
+                ToolDefinition definition,
+                ToolMetadata metadata,
+                org.springframework.ai.tool.execution.ToolCallResultConverter converter,
+                IdempotencyStore s,
+                List<IdempotentOperation<Object>> operations,
+                List<IdempotencyListener> listeners) {
+            ToolMethod tool =
+                    ToolMethod.of(object, method, definition.name(), definition.description());
             Parameter[] declared = method.getParameters();
             Set<String> context = new HashSet<>();
             for (int i = 0; i < declared.length; i++) {
@@ -374,7 +500,7 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
                     withoutContext(definition, context),
                     metadata,
                     operation,
-                    ToolUtils.getToolCallResultConverter(method),
+                    converter,
                     method.getGenericReturnType(),
                     tenant,
                     run,
@@ -382,7 +508,7 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
         }
 
         /** The definition without the IdempotencyContext members, which idemkit fills in. */
-        private static ToolDefinition withoutContext(ToolDefinition definition, Set<String> names) {
+        static ToolDefinition withoutContext(ToolDefinition definition, Set<String> names) {
             if (names.isEmpty()) {
                 return definition;
             }

@@ -27,7 +27,7 @@ public final class ScriptedChatModel implements ChatModel {
     private final int repeats;
     private final String tool;
     private final String arguments;
-    private final ToolCallingManager tools = ToolCallingManager.builder().build();
+    private final ToolCallingManager tools;
     private final AtomicInteger ids = new AtomicInteger();
 
     /** Every tool response the model read, across all conversations. */
@@ -40,6 +40,19 @@ public final class ScriptedChatModel implements ChatModel {
      * @param arguments the arguments it sends, a JSON object's text
      */
     public ScriptedChatModel(int repeats, String tool, String arguments) {
+        this(repeats, tool, arguments, ToolCallingManager.builder().build());
+    }
+
+    /**
+     * A model that runs its tool calls through {@code tools}, as Spring AI's models take one.
+     *
+     * @param repeats identical calls per user message
+     * @param tool the tool it calls
+     * @param arguments the arguments it sends
+     * @param tools the tool calling manager
+     */
+    public ScriptedChatModel(int repeats, String tool, String arguments, ToolCallingManager tools) {
+        this.tools = tools;
         this.repeats = repeats;
         this.tool = tool;
         this.arguments = arguments;

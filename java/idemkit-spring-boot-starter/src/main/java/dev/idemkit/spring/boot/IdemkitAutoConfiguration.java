@@ -240,6 +240,36 @@ public class IdemkitAutoConfiguration {
         return builder.build();
     }
 
+    /**
+     * Wraps the app's {@code ToolCallingManager} (Spring AI's auto-configured one, or its own) in
+     * an {@link dev.idemkit.springai.IdempotentToolCallingManager}, so that {@code @Idempotent}
+     * tools wired Spring AI's own way ({@code .tools(new Flights())}, {@code defaultTools(bean)}, a
+     * {@code MethodToolCallbackProvider}) run through {@link IdempotentToolCallbacks}' store,
+     * policy and listeners too. Its beans are looked up at the first tool call, not here.
+     *
+     * @param tools the idempotent tools, for their store, policy, listeners and tool context
+     * @param resolvers the {@code ToolCallbackResolver} the manager falls back on, if any
+     * @return the post-processor
+     */
+    @Bean
+    static org.springframework.beans.factory.config.BeanPostProcessor
+            idempotentToolCallingManagerPostProcessor(
+                    ObjectProvider<IdempotentToolCallbacks> tools,
+                    ObjectProvider<org.springframework.ai.tool.resolution.ToolCallbackResolver>
+                            resolvers) {
+        return new org.springframework.beans.factory.config.BeanPostProcessor() {
+            @Override
+            public Object postProcessAfterInitialization(Object bean, String name) {
+                if (bean instanceof org.springframework.ai.model.tool.ToolCallingManager manager
+                        && !(bean instanceof dev.idemkit.springai.IdempotentToolCallingManager)) {
+                    return new dev.idemkit.springai.IdempotentToolCallingManager(
+                            manager, tools::getObject, resolvers::getIfUnique);
+                }
+                return bean;
+            }
+        };
+    }
+
     /** The Micrometer counters, when the app has a registry. */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass({MeterRegistry.class, IdempotencyMetrics.class})
