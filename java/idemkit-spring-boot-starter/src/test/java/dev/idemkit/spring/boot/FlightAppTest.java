@@ -59,7 +59,7 @@ class FlightAppTest {
         for (int i = 0; i < 4; i++) {
             assertEquals("\"BK-BA117-1\"", agent.ask("conversation-42", "Book me on BA117"));
         }
-        assertEquals(1, flights.booked.get());
+        assertEquals(1, flights.booked());
         assertEquals(1.0, count(registry, "acquired"));
         assertEquals(3.0, count(registry, "deduplicated"));
         assertTrue(
