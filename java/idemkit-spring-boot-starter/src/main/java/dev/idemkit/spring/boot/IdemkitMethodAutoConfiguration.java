@@ -36,15 +36,15 @@ import org.springframework.util.ReflectionUtils;
  * given the bean, a {@code MethodToolCallbackProvider} over it, a controller calling a service — is
  * protected. At startup it builds each singleton's operations (a policy the core refuses fails the
  * start) and logs a WARN naming each {@code @Idempotent} method the proxy cannot reach (private,
- * final, static, on a final class, or a bean not proxied) with the fix. Off until the
- * double-protection check is proven ({@code idemkit.methods=true} turns it on).
+ * final, static, on a final class, or a bean not proxied) with the fix. {@code
+ * idemkit.methods=false} turns it off.
  */
 @AutoConfiguration(after = IdemkitAutoConfiguration.class)
 @ConditionalOnProperty(
         prefix = "idemkit",
         name = "methods",
         havingValue = "true",
-        matchIfMissing = false)
+        matchIfMissing = true)
 @Import(IdemkitMethodAutoConfiguration.ProxyCreator.class)
 public class IdemkitMethodAutoConfiguration {
     private static final Log LOG = LogFactory.getLog(IdemkitMethodAutoConfiguration.class);
@@ -83,6 +83,7 @@ public class IdemkitMethodAutoConfiguration {
      * @param properties idemkit's settings
      * @param listeners event listeners (the Micrometer counters, the app's own)
      * @param resolver the tenant and run of calls without a tool context
+     * @param toolCallbacks the starter's tool callbacks, whose tools' events are heard already
      * @return the advisor
      */
     @Bean
@@ -91,9 +92,11 @@ public class IdemkitMethodAutoConfiguration {
             ObjectProvider<IdempotencyStore> store,
             ObjectProvider<IdemkitProperties> properties,
             ObjectProvider<IdempotencyListener> listeners,
-            ObjectProvider<IdempotencyContextResolver> resolver) {
+            ObjectProvider<IdempotencyContextResolver> resolver,
+            ObjectProvider<dev.idemkit.springai.IdempotentToolCallbacks> toolCallbacks) {
         return new IdempotentMethodAdvisor(
-                new IdempotentMethodInterceptor(store, properties, listeners, resolver));
+                new IdempotentMethodInterceptor(
+                        store, properties, listeners, resolver, toolCallbacks));
     }
 
     /**

@@ -65,14 +65,17 @@ final class IdempotentMethodInterceptor implements MethodInterceptor {
     private final ObjectProvider<IdemkitProperties> properties;
     private final ObjectProvider<IdempotencyListener> listeners;
     private final ObjectProvider<IdempotencyContextResolver> resolver;
+    private final ObjectProvider<IdempotentToolCallbacks> toolCallbacks;
     private final Map<Method, Guarded> guarded = new ConcurrentHashMap<>();
 
     IdempotentMethodInterceptor(
             ObjectProvider<IdempotencyStore> store,
             ObjectProvider<IdemkitProperties> properties,
             ObjectProvider<IdempotencyListener> listeners,
-            ObjectProvider<IdempotencyContextResolver> resolver) {
+            ObjectProvider<IdempotencyContextResolver> resolver,
+            ObjectProvider<IdempotentToolCallbacks> toolCallbacks) {
         this.store = store;
+        this.toolCallbacks = toolCallbacks;
         this.properties = properties;
         this.listeners = listeners;
         this.resolver = resolver;
@@ -258,7 +261,18 @@ final class IdempotentMethodInterceptor implements MethodInterceptor {
                         .policy(policy)
                         .store(store.getObject())
                         .objectMapper(MAPPER);
-        listeners.orderedStream().forEach(builder::listener);
+        // The store hands each event to every listener scoped to its tool name: where the
+        // IdempotentToolCallbacks bean already listens for this name, listening again counts twice.
+        IdempotentToolCallbacks callbacks = toolCallbacks.getIfAvailable();
+        boolean heard = false;
+        if (callbacks != null) {
+            for (org.springframework.ai.tool.ToolCallback c : callbacks.getToolCallbacks()) {
+                heard |= c.getToolDefinition().name().equals(name);
+            }
+        }
+        if (!heard) {
+            listeners.orderedStream().forEach(builder::listener);
+        }
         try {
             return new Guarded(name, tool, builder.build(), toolContext, tenant, run);
         } catch (RuntimeException refused) {

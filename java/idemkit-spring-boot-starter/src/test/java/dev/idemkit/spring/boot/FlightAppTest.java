@@ -25,7 +25,9 @@ import org.springframework.context.annotation.Bean;
  * scripted model that asks for book_flight on each of four identical requests: one booking, and the
  * Micrometer counters show the three deduplications.
  */
-@SpringBootTest(classes = {FlightApp.class, FlightAppTest.Model.class})
+@SpringBootTest(
+        classes = {FlightApp.class, FlightAppTest.Model.class},
+        properties = "idemkit.methods=true")
 class FlightAppTest {
     @TestConfiguration(proxyBeanMethods = false)
     static class Model {
