@@ -173,7 +173,10 @@ public final class IdempotentOperation<T> implements AutoCloseable {
     }
 
     /**
-     * {@link #call(String, String, String, Body)} with the input as a map of JSON-native values.
+     * {@link #call(String, String, String, Body)} with the input as a map of JSON-native values. An
+     * operation built from a {@link ToolMethod} makes the key as its method's calls do ({@code
+     * EXPLICIT} too: its supplier reads the map), and runs {@code body} instead of the method (an
+     * interceptor around the method passes its own invocation).
      *
      * @param tenant the tenant, or {@code null}
      * @param run the run, or {@code null}
@@ -184,11 +187,14 @@ public final class IdempotentOperation<T> implements AutoCloseable {
     public T call(String tenant, String run, Map<String, Object> input, Body<? extends T> body) {
         Objects.requireNonNull(body, "body");
         Map<String, Object> in = input == null ? Collections.emptyMap() : input;
-        return invoke(
-                tenant,
-                run,
-                new KeyMaterial(keyInput(i -> JsonInput.ofValue(i, name), in), null, null),
-                body::run);
+        // Built from a tool method, the key is made as for the method's own calls (an EXPLICIT
+        // key from its supplier, with the whole input as the payload).
+        KeyMaterial key =
+                tool != null
+                        ? KeyMaterial.of(tool, in)
+                        : new KeyMaterial(
+                                keyInput(i -> JsonInput.ofValue(i, name), in), null, null);
+        return invoke(tenant, run, key, body::run);
     }
 
     /**

@@ -16,12 +16,16 @@ import org.springframework.stereotype.Component;
 public class FlightApp {
     @Component
     public static class Flights {
-        public final AtomicInteger booked = new AtomicInteger();
+        private final AtomicInteger booked = new AtomicInteger();
 
         @Tool(name = "book_flight", description = "Books a seat and returns the booking reference")
         @Idempotent
         public String bookFlight(@ToolParam(description = "the flight number") String flight) {
             return "BK-" + flight + "-" + booked.incrementAndGet();
+        }
+
+        public int booked() {
+            return booked.get();
         }
     }
 

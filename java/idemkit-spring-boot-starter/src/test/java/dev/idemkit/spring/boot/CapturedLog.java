@@ -18,7 +18,12 @@ final class CapturedLog implements AutoCloseable {
 
     /** Captures the loggers under {@code org.springframework} until {@link #close()}. */
     CapturedLog() {
-        logger = (Logger) LoggerFactory.getLogger("org.springframework");
+        this("org.springframework");
+    }
+
+    /** Captures the loggers under {@code name} until {@link #close()}. */
+    CapturedLog(String name) {
+        logger = (Logger) LoggerFactory.getLogger(name);
         appender.start();
         logger.addAppender(appender);
         additive = logger.isAdditive();

@@ -25,7 +25,9 @@ import org.springframework.context.annotation.Bean;
  * scripted model that asks for book_flight on each of four identical requests: one booking, and the
  * Micrometer counters show the three deduplications.
  */
-@SpringBootTest(classes = {FlightApp.class, FlightAppTest.Model.class})
+@SpringBootTest(
+        classes = {FlightApp.class, FlightAppTest.Model.class},
+        properties = "idemkit.methods=true")
 class FlightAppTest {
     @TestConfiguration(proxyBeanMethods = false)
     static class Model {
@@ -59,7 +61,7 @@ class FlightAppTest {
         for (int i = 0; i < 4; i++) {
             assertEquals("\"BK-BA117-1\"", agent.ask("conversation-42", "Book me on BA117"));
         }
-        assertEquals(1, flights.booked.get());
+        assertEquals(1, flights.booked());
         assertEquals(1.0, count(registry, "acquired"));
         assertEquals(3.0, count(registry, "deduplicated"));
         assertTrue(

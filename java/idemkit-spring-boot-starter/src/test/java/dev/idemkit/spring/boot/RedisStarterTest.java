@@ -61,7 +61,7 @@ class RedisStarterTest {
         for (int i = 0; i < 4; i++) {
             assertEquals("\"BK-BA117-1\"", agent.ask("conversation-42", "Book me on BA117"));
         }
-        assertEquals(1, flights.booked.get());
+        assertEquals(1, flights.booked());
         assertEquals(3.0, FlightAppTest.count(registry, "deduplicated"));
     }
 }
