@@ -191,13 +191,36 @@ class IdempotentToolCallingManagerTest {
     @Test
     void an_idempotent_tool_that_cannot_be_protected_is_refused_naming_it_and_never_runs() {
         WithToolContext tool = new WithToolContext();
+        // The refusal is also logged as a warning: captured here and asserted, not printed.
+        java.util.logging.Logger log =
+                java.util.logging.Logger.getLogger(IdempotentToolCallingManager.class.getName());
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture =
+                new java.util.logging.Handler() {
+                    @Override
+                    public void publish(java.util.logging.LogRecord r) {
+                        warnings.add(r.getMessage());
+                    }
+
+                    @Override
+                    public void flush() {}
+
+                    @Override
+                    public void close() {}
+                };
+        log.addHandler(capture);
+        log.setUseParentHandlers(false);
         try (IdempotentToolCallbacks tools = IdempotentToolCallbacks.builder().build()) {
             String answer = ask(model(2, "read", "{\"what\":\"seat\"}", tools), tool, "t");
             for (String part : new String[] {"`read`", "not run", "IdempotencyContext"}) {
                 assertTrue(answer.contains(part), answer);
             }
+        } finally {
+            log.removeHandler(capture);
+            log.setUseParentHandlers(true);
         }
         assertEquals(0, tool.runs.get());
+        assertTrue(warnings.stream().anyMatch(w -> w.contains("tool `read`")), warnings.toString());
     }
 
     private static List<String> kinds(List<IdempotencyEvent> events) {
