@@ -22,24 +22,27 @@ fn check_contract_copies(repo: &Path) -> Result<(), String> {
     }
     let spec_text = std::fs::read_to_string(&spec)
         .map_err(|e| format!("cannot read {} ({e})", spec.display()))?;
-    for section in 1..=8 {
+    for section in 1..=9 {
         if !spec_text.contains(&format!("\n## {section}. ")) {
             return Err(format!(
-                "{} has no section `## {section}.`: code cites its sections as SPEC §1-§8",
+                "{} has no section `## {section}.`: code cites its sections as SPEC §1-§9",
                 spec.display()
             ));
         }
     }
     let upstream_spec = repo.join("../shared/SPEC.md");
     if let Ok(upstream_text) = std::fs::read_to_string(&upstream_spec) {
-        let (ours, theirs) = (v11_rules(&spec_text), v11_rules(&upstream_text));
-        if ours != theirs {
-            return Err(format!(
-                "{} lists the v1.1 rules {ours:?} in §8 but {} lists {theirs:?}: \
-                 bring docs/SPEC.md in step",
-                spec.display(),
-                upstream_spec.display()
-            ));
+        for (section, version) in [(8, "v1.1"), (9, "v1.2")] {
+            let ours = section_rules(&spec_text, section);
+            let theirs = section_rules(&upstream_text, section);
+            if ours != theirs {
+                return Err(format!(
+                    "{} lists the {version} rules {ours:?} in §{section} but {} lists \
+                     {theirs:?}: bring docs/SPEC.md in step",
+                    spec.display(),
+                    upstream_spec.display()
+                ));
+            }
         }
     }
     let ours_path = repo.join(VECTORS_IN_REPO);
@@ -64,12 +67,16 @@ fn check_contract_copies(repo: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The numbers of the rules in a SPEC's §8 (lines `N. **Title.**` after `## 8.`).
-fn v11_rules(spec: &str) -> Vec<u32> {
-    let Some(start) = spec.find("\n## 8.") else {
+/// The numbers of the rules in one section of a SPEC: lines `N. **Title.**` after `## <section>.`
+/// and before the next `## ` heading.
+fn section_rules(spec: &str, section: u32) -> Vec<u32> {
+    let spec = format!("\n{spec}");
+    let Some(start) = spec.find(&format!("\n## {section}.")) else {
         return Vec::new();
     };
-    spec[start..]
+    let body = &spec[start + 1..];
+    let end = body[1..].find("\n## ").map_or(body.len(), |at| at + 1);
+    body[..end]
         .lines()
         .filter_map(|line| {
             let (number, rest) = line.split_once(". ")?;
@@ -101,7 +108,7 @@ impl Layout {
         std::fs::write(repo.join(VECTORS_IN_REPO), vectors).unwrap();
         if spec {
             std::fs::create_dir_all(repo.join("docs")).unwrap();
-            let sections: String = (1..=8).map(|n| format!("\n## {n}. Section\n")).collect();
+            let sections: String = (1..=9).map(|n| format!("\n## {n}. Section\n")).collect();
             std::fs::write(repo.join("docs/SPEC.md"), format!("# idemkit\n{sections}")).unwrap();
         }
         if let Some(shared) = shared {
@@ -166,7 +173,27 @@ fn the_copy_check_fails_when_docs_spec_lacks_a_section() {
 #[test]
 fn the_v11_rules_are_read_from_section_8_only() {
     let spec = "## 2. Keys\n1. **Not this.**\n## 8. v1.1\n1. **One.**\n   text\n2. **Two.**\n10. **Ten.**\n";
-    assert_eq!(v11_rules(spec), vec![1, 2, 10]);
+    assert_eq!(section_rules(spec, 8), vec![1, 2, 10]);
+}
+
+#[test]
+fn each_sections_rules_end_at_the_next_heading() {
+    let spec = "## 8. v1.1\n1. **One.**\n2. **Two.**\n## 9. v1.2\n1. **Uno.**\n## Where\n3. **No.**\n";
+    assert_eq!(section_rules(spec, 8), vec![1, 2]);
+    assert_eq!(section_rules(spec, 9), vec![1]);
+}
+
+#[test]
+fn the_copy_check_fails_when_the_shared_spec_has_v12_rules_docs_spec_lacks() {
+    let layout = Layout::new("rules12", b"{}\n", None, true);
+    std::fs::create_dir_all(layout.base.join("shared")).unwrap();
+    std::fs::write(
+        layout.base.join("shared/SPEC.md"),
+        "# idemkit\n## 8. v1.1\n## 9. v1.2\n1. **A rule of v1.2.**\n",
+    )
+    .unwrap();
+    let problem = check_contract_copies(&layout.repo()).expect_err("a missing §9 rule must fail");
+    assert!(problem.contains("v1.2") && problem.contains("§9"), "{problem}");
 }
 
 #[test]
