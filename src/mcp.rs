@@ -1,11 +1,11 @@
 //! Tools served over the Model Context Protocol (cargo feature `mcp`, over
 //! [rmcp](https://docs.rs/rmcp)): SPEC v1.2 §9 rule 4.
 //!
-//! [`IdempotentServer`] wraps any rmcp server (a [`ServerHandler`](rmcp::ServerHandler) or
-//! another [`Service<RoleServer>`]). Every `tools/call` of a tool it protects goes through the
-//! [`Executor`]: keyed as every face keys (tool name, tenant, run, the canonical JSON of the
-//! arguments under `HASH_INPUT`), claimed, waited for, replayed or held by the executor's one
-//! protocol. The wrapper only translates:
+//! [`IdempotentServer`] wraps any rmcp server (a [`ServerHandler`]) and is one itself, served
+//! over any rmcp transport (stdio, streamable HTTP). Every `tools/call` of a tool it protects
+//! goes through the [`Executor`]: keyed as every face keys (tool name, tenant, run, the canonical
+//! JSON of the arguments under `HASH_INPUT`), claimed, waited for, replayed or held by the
+//! executor's one protocol. The wrapper only translates:
 //!
 //! - `tools/list` carries annotations derived from each protected tool's policy: `READ_ONLY` →
 //!   `readOnlyHint: true`; `HASH_INPUT` or `EXPLICIT` (any other effect) → `idempotentHint:
