@@ -511,7 +511,7 @@ fn idemkit_error(error: &Error, key: Option<&str>) -> CallToolResult {
             "The tool did not run; the call may be sent again later."
         }
         ErrorKind::InProgress => {
-            "Another call with this key is still running or was abandoned; do not retry it: its effect may already have happened."
+            "Another call with this key is still running; do not retry it: its effect may be under way, and its result is recorded under this key."
         }
         _ => "Do not retry this call: a retry gets the same answer and may not act again; report it with its key.",
     };

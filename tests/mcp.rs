@@ -62,6 +62,7 @@ impl ServerHandler for Desk {
             tool("lookup"),
             tool("ticket"),
             tool("plain"),
+            tool("slow"),
         ]))
     }
 
@@ -79,6 +80,10 @@ impl ServerHandler for Desk {
                     "booked {} (run {run})",
                     arguments["guest"]
                 ))])
+            }
+            "slow" => {
+                tokio::time::sleep(Duration::from_millis(800)).await;
+                CallToolResult::success(vec![ContentBlock::text(format!("slow run {run}"))])
             }
             // A payment whose upstream timed out: it may have charged.
             "charge" => CallToolResult::error(vec![ContentBlock::text("upstream timed out")]),
@@ -104,6 +109,12 @@ fn protected(desk: Desk, store: Arc<dyn Store>) -> IdempotentServer<Desk> {
         .protect("lookup", Policy::default().with_effect(Effect::ReadOnly))
         .unwrap()
         .protect("ticket", Policy::new(KeyStrategy::Uuid))
+        .unwrap()
+        .protect_tool(
+            Tool::with_timeout("slow", Policy::default(), Some(Duration::from_millis(300)))
+                .unwrap(),
+            McpHints::new(),
+        )
         .unwrap()
         .with_context(|context| {
             let tenant = context
@@ -409,6 +420,41 @@ async fn a_held_effect_is_a_tool_error_naming_the_key() {
         assert!(text(&result).contains("Do not retry"), "{}", text(&result));
     }
     assert_eq!(runs.load(Ordering::SeqCst), 1, "held: never run again");
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn past_the_deadline_the_waiter_and_the_runner_get_tool_errors_and_the_result_is_kept() {
+    let desk = Desk::default();
+    let runs = desk.runs.clone();
+    let (url, stop) = serve_http(protected(desk, memory())).await;
+    let runner = http_client(&url, "acme").await;
+    let waiter = http_client(&url, "acme").await;
+    let first = runner.call_tool(call("slow", json!({"n": 1}), None));
+    let second = async {
+        // The runner holds the claim; this call waits for it until its own deadline.
+        while runs.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        waiter.call_tool(call("slow", json!({"n": 1}), None)).await
+    };
+    let (first, second) = tokio::join!(first, second);
+    let (first, second) = (first.unwrap(), second.unwrap());
+    assert_eq!(second.is_error, Some(true), "{second:?}");
+    assert_eq!(meta(&second, "idempotencyError"), &json!("in_progress"));
+    let key = meta(&second, "idempotencyKey").as_str().unwrap().to_owned();
+    assert!(text(&second).contains(&key), "{}", text(&second));
+    assert!(text(&second).contains("do not retry"), "{}", text(&second));
+    // The body ran past its deadline: the runner is told so, and the late result is recorded.
+    assert_eq!(first.is_error, Some(true), "{first:?}");
+    assert_eq!(meta(&first, "idempotencyError"), &json!("timeout"));
+    let later = waiter
+        .call_tool(call("slow", json!({"n": 1}), None))
+        .await
+        .unwrap();
+    assert_eq!(text(&later), "slow run 1");
+    assert_eq!(meta(&later, "replayed"), &json!(true));
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "one effect");
     stop.cancel();
 }
 
