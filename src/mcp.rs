@@ -151,6 +151,8 @@ pub struct IdempotentServer<S> {
     tools: Arc<HashMap<String, Arc<Protected>>>,
     resolve: Arc<Resolver>,
     in_flight: Arc<InFlight>,
+    /// Whether every protected name is a served tool, checked once, before the first call.
+    served: Arc<tokio::sync::OnceCell<Result<(), ErrorData>>>,
 }
 
 impl<S> Clone for IdempotentServer<S> {
@@ -161,6 +163,7 @@ impl<S> Clone for IdempotentServer<S> {
             tools: self.tools.clone(),
             resolve: self.resolve.clone(),
             in_flight: self.in_flight.clone(),
+            served: self.served.clone(),
         }
     }
 }
@@ -174,6 +177,7 @@ impl<S: ServerHandler> IdempotentServer<S> {
             tools: Arc::new(HashMap::new()),
             resolve: Arc::new(|_| CallContext::new()),
             in_flight: Arc::new(InFlight::default()),
+            served: Arc::new(tokio::sync::OnceCell::new()),
         }
     }
 
@@ -188,8 +192,8 @@ impl<S: ServerHandler> IdempotentServer<S> {
 
     /// Protects `tool` (its name is the MCP tool's name), with these declared hints.
     ///
-    /// Each protected name must be a tool the wrapped server lists: the first `tools/list`
-    /// refuses loudly when one is not.
+    /// Each protected name must be a tool the wrapped server lists: the first `tools/call`
+    /// (of any tool) and every `tools/list` refuse loudly when one is not.
     ///
     /// # Errors
     ///
@@ -262,24 +266,62 @@ impl<S: ServerHandler> IdempotentServer<S> {
         }
         // A protection that names no served tool would do nothing: refuse loudly.
         if list.next_cursor.is_none() {
-            let mut missing: Vec<String> = self
-                .tools
-                .keys()
-                .filter(|name| !list.tools.iter().any(|t| t.name.as_ref() == name.as_str()))
-                .map(|name| format!("`{name}`"))
-                .collect();
-            if !missing.is_empty() {
-                missing.sort_unstable();
-                return Err(ErrorData::internal_error(
-                    format!(
-                        "idemkit protects the MCP tool(s) {} but the server lists no such tool, so the protection would do nothing; pass the served tool's exact name to IdempotentServer::protect",
-                        missing.join(", ")
-                    ),
-                    None,
-                ));
-            }
+            self.refuse_unserved(list.tools.iter().map(|t| t.name.as_ref()))?;
         }
         Ok(list)
+    }
+
+    /// An error naming each protected tool that is not among `served`, if any is not.
+    fn refuse_unserved<'a>(
+        &self,
+        served: impl Iterator<Item = &'a str> + Clone,
+    ) -> Result<(), ErrorData> {
+        let mut missing: Vec<String> = self
+            .tools
+            .keys()
+            .filter(|name| !served.clone().any(|s| s == name.as_str()))
+            .map(|name| format!("`{name}`"))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        missing.sort_unstable();
+        Err(ErrorData::internal_error(
+            format!(
+                "idemkit protects the MCP tool(s) {} but the server lists no such tool, so the protection would do nothing; pass the served tool's exact name to IdempotentServer::protect",
+                missing.join(", ")
+            ),
+            None,
+        ))
+    }
+
+    /// Before the first call: every protected name is a tool the wrapped server lists (all its
+    /// pages), else every call is refused, naming the tool, whether or not a client ever
+    /// listed the tools.
+    async fn check_served(&self, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let checked = self
+            .served
+            .get_or_init(|| async {
+                let mut served = Vec::new();
+                let mut cursor = None;
+                loop {
+                    let page = self
+                        .inner
+                        .list_tools(
+                            Some(PaginatedRequestParams::default().with_cursor(cursor)),
+                            context.clone(),
+                        )
+                        .await?;
+                    served.extend(page.tools.into_iter().map(|t| t.name.into_owned()));
+                    match page.next_cursor {
+                        Some(next) => cursor = Some(next),
+                        None => break,
+                    }
+                }
+                self.refuse_unserved(served.iter().map(String::as_str))
+            })
+            .await;
+        checked.clone()
     }
 
     /// One `tools/call`: a protected tool's through the executor, in a task of its own.
@@ -288,6 +330,7 @@ impl<S: ServerHandler> IdempotentServer<S> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.check_served(&context).await?;
         let Some(protected) = self.tools.get(request.name.as_ref()).cloned() else {
             return self.inner.call_tool(request, context).await;
         };

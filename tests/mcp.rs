@@ -343,7 +343,7 @@ async fn tools_list_carries_the_policies_annotations() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_protection_naming_no_served_tool_is_refused_at_tools_list() {
+async fn a_protection_naming_no_served_tool_is_refused_at_tools_list_and_first_call() {
     let server = protected(Desk::default(), memory())
         .protect("bok", Policy::default())
         .unwrap();
@@ -352,6 +352,13 @@ async fn a_protection_naming_no_served_tool_is_refused_at_tools_list() {
     let error = client.list_all_tools().await.unwrap_err().to_string();
     assert!(error.contains("`bok`"), "{error}");
     assert!(error.contains("IdempotentServer::protect"), "{error}");
+    // A client that never lists the tools is refused at its first call, of any tool.
+    let error = client
+        .call_tool(call("book", json!({"guest": "gus"}), None))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("`bok`"), "{error}");
     stop.cancel();
 }
 
