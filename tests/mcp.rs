@@ -344,7 +344,9 @@ async fn tools_list_carries_the_policies_annotations() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_protection_naming_no_served_tool_is_refused_at_tools_list_and_first_call() {
-    let server = protected(Desk::default(), memory())
+    let desk = Desk::default();
+    let runs = desk.runs.clone();
+    let server = protected(desk, memory())
         .protect("bok", Policy::default())
         .unwrap();
     let (url, stop) = serve_http(server).await;
@@ -359,6 +361,7 @@ async fn a_protection_naming_no_served_tool_is_refused_at_tools_list_and_first_c
         .unwrap_err()
         .to_string();
     assert!(error.contains("`bok`"), "{error}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing ran");
     stop.cancel();
 }
 
