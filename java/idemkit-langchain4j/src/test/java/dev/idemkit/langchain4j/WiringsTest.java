@@ -50,7 +50,11 @@ class WiringsTest {
         /** {@code AiServices.builder(...).tools(new Flights())}, the ServiceLoader hook. */
         AI_SERVICES_TOOLS {
             @Override
-            Agent agent(ScriptedModel model, Flights flights, IdempotencyStore store) {
+            Agent agent(
+                    ScriptedModel model,
+                    Flights flights,
+                    IdempotencyStore store,
+                    List<AutoCloseable> opened) {
                 IdempotentTools.defaults(store);
                 return builder(model).tools(flights).build();
             }
@@ -58,14 +62,26 @@ class WiringsTest {
         /** {@code .tools(IdempotentTools.builder()...build().aiServiceTools())}. */
         IDEMPOTENT_TOOLS {
             @Override
-            Agent agent(ScriptedModel model, Flights flights, IdempotencyStore store) {
+            Agent agent(
+                    ScriptedModel model,
+                    Flights flights,
+                    IdempotencyStore store,
+                    List<AutoCloseable> opened) {
                 IdempotentTools tools =
                         IdempotentTools.builder().tools(flights).store(store).build();
+                opened.add(tools);
                 return builder(model).tools(tools.aiServiceTools()).build();
             }
         };
 
-        abstract Agent agent(ScriptedModel model, Flights flights, IdempotencyStore store);
+        /**
+         * The agent; what it opens that the test closes (before the store) goes in {@code opened}.
+         */
+        abstract Agent agent(
+                ScriptedModel model,
+                Flights flights,
+                IdempotencyStore store,
+                List<AutoCloseable> opened);
 
         static AiServices<Agent> builder(ScriptedModel model) {
             return AiServices.builder(Agent.class)
@@ -80,25 +96,36 @@ class WiringsTest {
                 .flatMap(w -> Services.stores().map(s -> Arguments.of(w, s.get()[0], s.get()[1])));
     }
 
+    /** The tools a wiring opened, closed after each test (before its store). */
+    private final List<AutoCloseable> opened = new ArrayList<>();
+
     @AfterEach
-    void forget_the_defaults() {
+    void forget_the_defaults() throws Exception {
         IdempotentTools.clearDefaults();
+        for (AutoCloseable c : opened) {
+            c.close();
+        }
+        opened.clear();
     }
 
     @ParameterizedTest(name = "{0} on {1}")
     @MethodSource("wirings")
     void four_calls_in_one_response_and_a_second_turn_run_the_body_once(
-            Wiring wiring, String store, Supplier<IdempotencyStore> stores) {
+            Wiring wiring, String store, Supplier<IdempotencyStore> stores) throws Exception {
         Flights flights = new Flights();
         try (IdempotencyStore s = stores.get()) {
             Agent agent =
                     wiring.agent(
-                            new ScriptedModel(4, "book", "{\"flight\":\"BA117\"}"), flights, s);
+                            new ScriptedModel(4, "book", "{\"flight\":\"BA117\"}"),
+                            flights,
+                            s,
+                            opened);
             for (int turn = 0; turn < 2; turn++) {
                 assertEquals(
                         "BK-BA117-1 | BK-BA117-1 | BK-BA117-1 | BK-BA117-1",
                         agent.chat("conversation-1", "Book me on BA117"));
             }
+            forget_the_defaults();
         }
         assertEquals(1, flights.runs.get(), "eight identical calls, one body run");
     }
@@ -111,7 +138,11 @@ class WiringsTest {
         ExecutorService pool = Executors.newFixedThreadPool(8);
         try (IdempotencyStore s = stores.get()) {
             Agent agent =
-                    wiring.agent(new ScriptedModel(1, "book", "{\"flight\":\"AF7\"}"), flights, s);
+                    wiring.agent(
+                            new ScriptedModel(1, "book", "{\"flight\":\"AF7\"}"),
+                            flights,
+                            s,
+                            opened);
             CountDownLatch start = new CountDownLatch(1);
             List<Future<String>> answers = new ArrayList<>();
             for (int i = 0; i < 8; i++) {
@@ -129,6 +160,7 @@ class WiringsTest {
                     assertEquals("BK-AF7-1", part);
                 }
             }
+            forget_the_defaults();
         } finally {
             pool.shutdownNow();
         }
