@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.idemkit.Idempotent;
+import dev.idemkit.springai.IdempotentToolCallbacks;
 import dev.idemkit.springai.IdempotentToolCallingManager;
 import dev.idemkit.springai.ScriptedChatModel;
 import java.util.ArrayList;
@@ -95,11 +96,14 @@ abstract class SpringAiWirings {
         TOOLS_BEAN,
         DEFAULT_TOOLS_BEAN,
         METHOD_TOOL_CALLBACK_PROVIDER_BEAN,
-        TOOLS_NEW_OBJECT
+        TOOLS_NEW_OBJECT,
+        /** The starter's {@code IdempotentToolCallbacks} bean, as prompt tool callbacks. */
+        IDEMPOTENT_TOOL_CALLBACKS_BEAN
     }
 
     @Autowired Seats seats;
     @Autowired ToolCallbackProvider seatTools;
+    @Autowired IdempotentToolCallbacks idempotentToolCallbacks;
     @Autowired ToolCallingManager manager;
 
     private static final AtomicInteger FLIGHTS = new AtomicInteger();
@@ -115,6 +119,9 @@ abstract class SpringAiWirings {
                 break;
             case METHOD_TOOL_CALLBACK_PROVIDER_BEAN:
                 prompt = prompt.toolCallbacks(seatTools);
+                break;
+            case IDEMPOTENT_TOOL_CALLBACKS_BEAN:
+                prompt = prompt.toolCallbacks(idempotentToolCallbacks);
                 break;
             default:
                 prompt = prompt.tools(new Flights());
