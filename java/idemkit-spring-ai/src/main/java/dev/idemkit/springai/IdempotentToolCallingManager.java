@@ -1,7 +1,7 @@
 package dev.idemkit.springai;
 
-import dev.idemkit.Idempotent;
 import dev.idemkit.IdempotentOperation;
+import dev.idemkit.adapter.ToolBinding;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
@@ -33,9 +33,9 @@ import org.springframework.aop.support.AopUtils;
  * A {@link ToolCallingManager} that keeps {@code @Idempotent}'s promise however the app wired its
  * tools: each Spring AI {@link MethodToolCallback} of a call (from {@code .tools(new Flights())},
  * {@code defaultTools(bean)}, a {@code MethodToolCallbackProvider}, or the resolver) whose method
- * carries idemkit's {@link Idempotent} runs as an {@link IdempotentToolCallback} of an {@link
- * IdempotentToolCallbacks}' store, policy, listeners and tool context. Callbacks that are already
- * idemkit's, and tools without {@code @Idempotent}, run as the delegate runs them.
+ * carries idemkit's {@link dev.idemkit.Idempotent} runs as an {@link IdempotentToolCallback} of an
+ * {@link IdempotentToolCallbacks}' store, policy, listeners and tool context. Callbacks that are
+ * already idemkit's, and tools without {@code @Idempotent}, run as the delegate runs them.
  *
  * <p>An {@code @Idempotent} tool that cannot be protected (a {@code ToolContext} parameter, a
  * policy the core refuses) is not run: its call answers a tool error naming the tool and the fix.
@@ -206,11 +206,7 @@ public final class IdempotentToolCallingManager implements ToolCallingManager {
                         : AopUtils.isAopProxy(object)
                                 ? AopUtils.getTargetClass(object)
                                 : object.getClass();
-        boolean idempotent =
-                method.isAnnotationPresent(Idempotent.class)
-                        || method.getDeclaringClass().isAnnotationPresent(Idempotent.class)
-                        || type.isAnnotationPresent(Idempotent.class);
-        if (!idempotent || advisedByIdemkit(object)) {
+        if (!ToolBinding.isIdempotent(type, method) || advisedByIdemkit(object)) {
             return null;
         }
         return new Target(object, method, converter);
