@@ -10,7 +10,10 @@ import dev.idemkit.langchain4j.IdempotentTools;
 import dev.idemkit.spring.boot.IdemkitAutoConfiguration;
 import dev.idemkit.spring.boot.IdemkitMethodAutoConfiguration;
 import dev.langchain4j.agent.tool.Tool;
+import dev.langchain4j.memory.chat.MessageWindowChatMemory;
 import dev.langchain4j.service.AiServices;
+import dev.langchain4j.service.MemoryId;
+import dev.langchain4j.service.UserMessage;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -27,6 +30,11 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 class LangChain4jBeanToolsTest {
     interface Agent {
         String chat(String message);
+    }
+
+    /** One conversation per memory id: LangChain4j's run of a call. */
+    interface Conversations {
+        String chat(@MemoryId String conversation, @UserMessage String message);
     }
 
     public static class Desk {
@@ -91,6 +99,35 @@ class LangChain4jBeanToolsTest {
                             refused.getMessage().contains("IdempotentTools.defaults(store)"),
                             refused.getMessage());
                     assertEquals(0, desk.runs());
+                });
+    }
+
+    @Test
+    void a_proxied_tool_bean_keeps_the_run_of_each_conversation_when_run_concurrently() {
+        app.run(
+                context -> {
+                    Desk desk = context.getBean(Desk.class);
+                    IdempotentTools.defaults(context.getBean(IdempotencyStore.class));
+                    Conversations agent =
+                            AiServices.builder(Conversations.class)
+                                    .chatModel(
+                                            new ScriptedLangChain4jModel(
+                                                    4, "book", "{\"flight\":\"BA402\"}"))
+                                    .chatMemoryProvider(
+                                            id -> MessageWindowChatMemory.withMaxMessages(50))
+                                    .tools(desk)
+                                    .executeToolsConcurrently()
+                                    .build();
+                    String a = "BK-BA402-1";
+                    assertEquals(String.join(" | ", a, a, a, a), agent.chat("conv-a", "x"));
+                    assertEquals(String.join(" | ", a, a, a, a), agent.chat("conv-a", "x"));
+                    String b = "BK-BA402-2";
+                    assertEquals(String.join(" | ", b, b, b, b), agent.chat("conv-b", "x"));
+                    assertEquals(
+                            2,
+                            desk.runs(),
+                            "once per conversation (the run is the memory id), as for a plain"
+                                    + " object");
                 });
     }
 }
