@@ -170,8 +170,7 @@ public final class IdempotentToolCallingManager implements ToolCallingManager {
             if (!changed) {
                 return delegate.executeToolCalls(prompt, chatResponse);
             }
-            ToolCallingChatOptions protectedOptions =
-                    options.mutate().toolCallbacks(callbacks).build();
+            ToolCallingChatOptions protectedOptions = withCallbacks(options, callbacks);
             return delegate.executeToolCalls(
                     new Prompt(prompt.getInstructions(), protectedOptions), chatResponse);
         } finally {
@@ -179,6 +178,39 @@ public final class IdempotentToolCallingManager implements ToolCallingManager {
                 op.close();
             }
         }
+    }
+
+    /** Whether the options have Spring AI 2.0's {@code mutate()}; 1.1's have setters instead. */
+    private static final boolean MUTABLE_COPY = hasMutate();
+
+    private static boolean hasMutate() {
+        try {
+            ToolCallingChatOptions.class.getMethod("mutate");
+            return true;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+
+    /**
+     * {@code options} with {@code callbacks}: on Spring AI 2.0 a mutated copy (every option kept);
+     * on 1.1, which lacks {@code mutate()}, new options of the tool callbacks and tool context, the
+     * two things a {@code ToolCallingManager} reads (the model keeps its own prompt's options).
+     */
+    private static ToolCallingChatOptions withCallbacks(
+            ToolCallingChatOptions options, List<ToolCallback> callbacks) {
+        if (MUTABLE_COPY) {
+            return options.mutate().toolCallbacks(callbacks).build();
+        }
+        ToolCallingChatOptions.Builder<?> copy =
+                ToolCallingChatOptions.builder().toolCallbacks(callbacks);
+        if (options.getToolContext() != null) {
+            copy.toolContext(options.getToolContext());
+        }
+        if (options.getModel() != null) {
+            copy.model(options.getModel());
+        }
+        return copy.build();
     }
 
     /**
