@@ -11,9 +11,12 @@ import dev.langchain4j.service.tool.ToolProviderRequest;
 import dev.langchain4j.service.tool.ToolProviderResult;
 import dev.langchain4j.service.tool.ToolService;
 import java.lang.ref.Cleaner;
+import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -23,8 +26,10 @@ import java.util.Set;
  * to {@code tools(Object...)} that have {@code @Idempotent} tools run them through {@link
  * IdempotentTools} with its {@link IdempotentTools#defaults defaults} (refused when there are
  * none); the others run as LangChain4j runs them. A LangChain4j executor of an {@code @Idempotent}
- * method handed over ready-made ({@code tools(Map)}, {@code tools(List<AiServiceTool>)}, a {@code
- * ToolProvider}) would run unprotected, so it is refused, naming the tool and the fix.
+ * method in {@code tools(Map)} is replaced by idemkit's executor of the same object's tool (with
+ * the defaults; refused without them); handed over ready-made another way ({@code
+ * tools(List<AiServiceTool>)}, a {@code ToolProvider}) it would run unprotected, so it is refused,
+ * naming the tool and the fix.
  */
 final class IdempotentToolService extends ToolService {
     private static final Cleaner CLEANER = Cleaner.create();
@@ -63,14 +68,82 @@ final class IdempotentToolService extends ToolService {
 
     @Override
     public void tools(Map<ToolSpecification, ToolExecutor> tools) {
-        tools.forEach((s, e) -> refuseUnprotected(s.name(), e, "tools(Map)"));
-        super.tools(tools);
+        super.tools(protect(tools, "tools(Map)"));
     }
 
     @Override
     public void tools(Map<ToolSpecification, ToolExecutor> tools, Set<String> immediateReturn) {
-        tools.forEach((s, e) -> refuseUnprotected(s.name(), e, "tools(Map, Set)"));
-        super.tools(tools, immediateReturn);
+        super.tools(protect(tools, "tools(Map, Set)"), immediateReturn);
+    }
+
+    /**
+     * The map with each LangChain4j executor of an {@code @Idempotent} method replaced by idemkit's
+     * executor of the same tool of the same object, made with the {@link IdempotentTools#defaults
+     * defaults} as {@code tools(object)} would make it (langchain4j-spring-boot-starter's
+     * {@code @AiService} hands a proxied tool bean over this way); without defaults, or when the
+     * object or the tool cannot be found, refused as before, naming the tool and the fix.
+     */
+    private Map<ToolSpecification, ToolExecutor> protect(
+            Map<ToolSpecification, ToolExecutor> tools, String path) {
+        Map<ToolSpecification, ToolExecutor> out = new LinkedHashMap<>();
+        Map<Object, IdempotentTools> made = new IdentityHashMap<>();
+        for (Map.Entry<ToolSpecification, ToolExecutor> e : tools.entrySet()) {
+            String name = e.getKey().name();
+            ToolExecutor executor = e.getValue();
+            if (idempotentMethod(executor) == null) {
+                out.put(e.getKey(), executor);
+                continue;
+            }
+            Object target = IdempotentTools.hasDefaults() ? objectOf(executor) : null;
+            if (target == null) {
+                refuseUnprotected(name, executor, path);
+            }
+            IdempotentTools protectedTools =
+                    made.computeIfAbsent(
+                            target,
+                            o -> {
+                                refuseCompensation(o);
+                                IdempotentTools t = IdempotentTools.fromDefaults(List.of(o));
+                                CLEANER.register(this, t::close);
+                                return t;
+                            });
+            ToolExecutor replacement = null;
+            for (AiServiceTool t : protectedTools.aiServiceTools()) {
+                if (t.name().equals(name)) {
+                    replacement = t.toolExecutor();
+                }
+            }
+            if (replacement == null) {
+                refuseUnprotected(name, executor, path);
+            }
+            out.put(e.getKey(), replacement);
+        }
+        return out;
+    }
+
+    /** The object a LangChain4j executor runs its method on (its private field), or null. */
+    private static Object objectOf(ToolExecutor executor) {
+        try {
+            Field object = DefaultToolExecutor.class.getDeclaredField("object");
+            object.setAccessible(true);
+            return object.get(executor);
+        } catch (ReflectiveOperationException | RuntimeException unreadable) {
+            return null;
+        }
+    }
+
+    /** The {@code @Idempotent} method a LangChain4j executor runs, or null. */
+    private static Method idempotentMethod(ToolExecutor executor) {
+        if (!(executor instanceof DefaultToolExecutor)) {
+            return null;
+        }
+        Method m = ((DefaultToolExecutor) executor).originalMethod();
+        if (m == null
+                || (m.getAnnotation(Idempotent.class) == null
+                        && m.getDeclaringClass().getAnnotation(Idempotent.class) == null)) {
+            return null;
+        }
+        return m;
     }
 
     @Override
@@ -126,13 +199,8 @@ final class IdempotentToolService extends ToolService {
      * Refuses LangChain4j's own executor of an {@code @Idempotent} method: it would bypass idemkit.
      */
     private static void refuseUnprotected(String name, ToolExecutor executor, String path) {
-        if (!(executor instanceof DefaultToolExecutor)) {
-            return;
-        }
-        Method m = ((DefaultToolExecutor) executor).originalMethod();
-        if (m == null
-                || (m.getAnnotation(Idempotent.class) == null
-                        && m.getDeclaringClass().getAnnotation(Idempotent.class) == null)) {
+        Method m = idempotentMethod(executor);
+        if (m == null) {
             return;
         }
         throw new IllegalStateException(

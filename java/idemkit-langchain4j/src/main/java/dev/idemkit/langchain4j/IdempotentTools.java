@@ -45,6 +45,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * LangChain4j tools made idempotent: the {@code @Tool} methods (LangChain4j's {@link Tool}) of some
@@ -88,8 +89,11 @@ public final class IdempotentTools implements AutoCloseable {
                             ? null
                             : context.chatMemoryId().toString();
 
-    /** The settings {@code AiServices.builder(...).tools(objects)} uses; see {@link #defaults}. */
-    private static volatile Builder defaults;
+    /**
+     * Where {@code AiServices.builder(...).tools(objects)} gets its settings, asked at each build;
+     * see {@link #defaults} and {@link #defaultsFrom}.
+     */
+    private static volatile Supplier<Builder> defaults;
 
     private final List<AiServiceTool> tools;
     private final ToolBinding binding;
@@ -128,20 +132,52 @@ public final class IdempotentTools implements AutoCloseable {
      *     do not count
      * @throws IllegalArgumentException when {@code settings} has no store
      */
-    public static void defaults(Builder settings) {
+    public static synchronized void defaults(Builder settings) {
         if (!settings.hasStore()) {
             throw new IllegalArgumentException(
                     "idemkit-langchain4j: IdempotentTools.defaults needs a store:"
                             + " IdempotentTools.defaults(IdempotentTools.builder().store(store))");
         }
-        defaults = settings.copy();
+        Builder copy = settings.copy();
+        defaults = () -> copy;
+    }
+
+    /**
+     * As {@link #defaults(Builder)}, with the settings asked of {@code settings} each time a
+     * service is built rather than now: for a container that starts its store after the services
+     * that need it (the Spring Boot starter installs one over its store bean, so {@code @AiService}
+     * tools are protected with no call of the app's own). The last call of {@code defaults} or
+     * {@code defaultsFrom} wins.
+     *
+     * @param settings gives a builder with a {@link Builder#store store} (or throws, naming what is
+     *     missing); its tools are ignored
+     */
+    public static synchronized void defaultsFrom(Supplier<Builder> settings) {
+        defaults = Objects.requireNonNull(settings, "settings");
     }
 
     /**
      * Forgets the {@link #defaults}: {@code AiServices} with {@code @Idempotent} tools are refused.
      */
-    public static void clearDefaults() {
+    public static synchronized void clearDefaults() {
         defaults = null;
+    }
+
+    /**
+     * Forgets the defaults only if they are still {@code settings} (given to {@link
+     * #defaultsFrom}): a container that closes does not take away another's.
+     *
+     * @param settings what was given to {@link #defaultsFrom}
+     */
+    public static synchronized void clearDefaultsFrom(Supplier<Builder> settings) {
+        if (defaults == settings) {
+            defaults = null;
+        }
+    }
+
+    /** Whether {@link #defaults} or {@link #defaultsFrom} are set, for the AiServices hook. */
+    static boolean hasDefaults() {
+        return defaults != null;
     }
 
     /**
@@ -150,7 +186,13 @@ public final class IdempotentTools implements AutoCloseable {
      * @throws IllegalStateException naming the first idempotent tool and the fix, without defaults
      */
     static IdempotentTools fromDefaults(List<Object> objects) {
-        Builder settings = defaults;
+        Supplier<Builder> source = defaults;
+        Builder settings = source == null ? null : source.get();
+        if (settings != null && !settings.hasStore()) {
+            throw new IllegalStateException(
+                    "idemkit-langchain4j: the defaults given to IdempotentTools.defaultsFrom have no"
+                            + " store: give the builder a store(...)");
+        }
         if (settings == null) {
             Method first = null;
             for (Object o : objects) {

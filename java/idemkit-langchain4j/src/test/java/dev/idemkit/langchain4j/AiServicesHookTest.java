@@ -201,13 +201,6 @@ class AiServicesHookTest {
         ScriptedModel model = new ScriptedModel(1, "book", "{\"flight\":\"BA117\"}");
         List<Runnable> paths =
                 List.of(
-                        () ->
-                                AiServices.builder(Agent.class)
-                                        .tools(
-                                                Map.of(
-                                                        ToolSpecifications.toolSpecificationFrom(
-                                                                book),
-                                                        new DefaultToolExecutor(flights, book))),
                         () -> AiServices.builder(Agent.class).tools(ToolService.findTools(flights)),
                         // A provider's tools are checked when it provides them, before the model
                         // sees them.
@@ -239,5 +232,51 @@ class AiServicesHookTest {
                     .build();
         }
         store.close();
+    }
+
+    /** What langchain4j-spring-boot-starter's {@code @AiService} hands over for a proxied bean. */
+    private static Map<
+                    dev.langchain4j.agent.tool.ToolSpecification,
+                    dev.langchain4j.service.tool.ToolExecutor>
+            executors(Flights flights) throws Exception {
+        Method book = Flights.class.getMethod("book", String.class);
+        return Map.of(
+                ToolSpecifications.toolSpecificationFrom(book),
+                new DefaultToolExecutor(flights, book, book));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("dev.idemkit.langchain4j.Services#stores")
+    void a_langchain4j_executor_in_tools_map_runs_through_idemkit_with_the_defaults(
+            String name, Supplier<IdempotencyStore> stores) throws Exception {
+        Flights flights = new Flights();
+        try (IdempotencyStore store = stores.get()) {
+            IdempotentTools.defaults(store);
+            Agent agent =
+                    AiServices.builder(Agent.class)
+                            .chatModel(new ScriptedModel(4))
+                            .chatMemoryProvider(id -> MessageWindowChatMemory.withMaxMessages(50))
+                            .tools(executors(flights))
+                            .build();
+            for (int turn = 0; turn < 2; turn++) {
+                assertEquals(
+                        "BK-LH401-1 | BK-LH401-1 | BK-LH401-1 | BK-LH401-1",
+                        agent.chat("c", "book {\"flight\":\"LH401\"}"));
+            }
+        }
+        assertEquals(1, flights.booked.get(), "eight identical calls, the body ran once");
+    }
+
+    @Test
+    void a_langchain4j_executor_in_tools_map_without_defaults_is_refused() throws Exception {
+        Flights flights = new Flights();
+        IllegalStateException refused =
+                assertThrows(
+                        IllegalStateException.class,
+                        () -> AiServices.builder(Agent.class).tools(executors(flights)));
+        String m = refused.getMessage();
+        assertTrue(m.contains("`book`") && m.contains("tools(Map)"), m);
+        assertTrue(m.contains("IdempotentTools.defaults(store)"), m);
+        assertEquals(0, flights.booked.get(), "the body never ran");
     }
 }

@@ -17,13 +17,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * identical calls of one tool in one response, the tool results with their texts joined by {@code "
  * | "}. Thread-safe.
  */
-final class ScriptedLangChain4jModel implements ChatModel {
+public final class ScriptedLangChain4jModel implements ChatModel {
     private final int repeats;
     private final String tool;
     private final String arguments;
     private final AtomicInteger ids = new AtomicInteger();
 
-    ScriptedLangChain4jModel(int repeats, String tool, String arguments) {
+    public ScriptedLangChain4jModel(int repeats, String tool, String arguments) {
         this.repeats = repeats;
         this.tool = tool;
         this.arguments = arguments;
