@@ -1876,6 +1876,9 @@ enum Tried {
     NotLanded,
 }
 
+/// The least time a settler's last try before the lease end is given.
+const LAST_TRY_AT_LEAST: Duration = Duration::from_millis(20);
+
 /// How long to wait before looking again for a lost claim that has not landed: from 100 ms,
 /// doubling, at most 5 s (it may never land: the request never reached the server).
 fn not_landed_pause(looks: u32) -> Duration {
@@ -1914,9 +1917,13 @@ impl Settler {
         }
     }
 
-    /// Retries until settled or until the lease ends.
+    /// Retries until settled or until the lease ends. A try needs time to be answered, so none
+    /// starts at the lease end: when the next pause would reach it, one last try is made halfway
+    /// through the time left, then the settler stops (reporting the last store error, if the
+    /// last try ended in one; a lost claim that never landed needs no release and no report).
     async fn background(self, mut tries: u32) {
         let mut looks = 0;
+        let mut last_try = false;
         loop {
             let (last, pause) = match self.once(self.lease_until, Some(self.lease_until)).await {
                 Tried::Settled(_) => return,
@@ -1931,14 +1938,19 @@ impl Settler {
                     (None, pause)
                 }
             };
-            let now = Instant::now();
-            if now >= self.lease_until {
+            let left = self.lease_until.saturating_duration_since(Instant::now());
+            let wait = if pause < left {
+                pause
+            } else if !last_try && left >= 2 * LAST_TRY_AT_LEAST {
+                last_try = true;
+                left / 2
+            } else {
                 if let Some(last) = last {
                     self.give_up(&last);
                 }
                 return;
-            }
-            tokio::time::sleep(pause.min(self.lease_until - now)).await;
+            };
+            tokio::time::sleep(wait).await;
         }
     }
 

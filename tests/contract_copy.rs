@@ -178,7 +178,8 @@ fn the_v11_rules_are_read_from_section_8_only() {
 
 #[test]
 fn each_sections_rules_end_at_the_next_heading() {
-    let spec = "## 8. v1.1\n1. **One.**\n2. **Two.**\n## 9. v1.2\n1. **Uno.**\n## Where\n3. **No.**\n";
+    let spec =
+        "## 8. v1.1\n1. **One.**\n2. **Two.**\n## 9. v1.2\n1. **Uno.**\n## Where\n3. **No.**\n";
     assert_eq!(section_rules(spec, 8), vec![1, 2]);
     assert_eq!(section_rules(spec, 9), vec![1]);
 }
@@ -193,7 +194,10 @@ fn the_copy_check_fails_when_the_shared_spec_has_v12_rules_docs_spec_lacks() {
     )
     .unwrap();
     let problem = check_contract_copies(&layout.repo()).expect_err("a missing §9 rule must fail");
-    assert!(problem.contains("v1.2") && problem.contains("§9"), "{problem}");
+    assert!(
+        problem.contains("v1.2") && problem.contains("§9"),
+        "{problem}"
+    );
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use idemkit::store::{
@@ -443,7 +443,7 @@ async fn fail_fast_on_an_in_progress_key_fails_without_waiting() {
         .unwrap();
     assert_eq!(exec.advance(&mut holder, None).await.unwrap(), Step::Run);
     let runs = AtomicUsize::new(0);
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let err = send(&exec, &t, KeyInput::Json(INPUT), &runs)
         .await
         .unwrap_err();
@@ -592,7 +592,7 @@ async fn a_waiter_past_its_deadline_fails_with_in_progress_and_runs_nothing() {
     )
     .unwrap();
     let runs = AtomicUsize::new(0);
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let err = send(&exec, &waiting, KeyInput::Json(INPUT), &runs)
         .await
         .unwrap_err();
@@ -670,7 +670,7 @@ async fn a_waiters_waited_event_carries_how_long_it_waited_in_milliseconds() {
     let mut waiter = exec
         .prepare(&t, &CallContext::new(), KeyInput::Json(INPUT))
         .unwrap();
-    let span = std::time::Instant::now();
+    let span = Instant::now();
     // The wait spans two steps: its length is counted from the first.
     let step = exec
         .advance(&mut waiter, Some(Duration::from_millis(20)))
@@ -838,6 +838,22 @@ struct Unreliable {
     /// Claims fail at once but land 150 ms later, as a statement queued on a paused server
     /// runs when it resumes, after its client gave up.
     claims_land_late: AtomicBool,
+    /// Releases and reads refuse to start once the instant the executor waits for them until
+    /// (`store::operation_deadline`) has passed, as a store that blocks a thread on its client (a
+    /// store written in Java) must.
+    honours_deadlines: AtomicBool,
+}
+
+impl Unreliable {
+    fn out_of_time(&self) -> Result<(), StoreError> {
+        let passed = idemkit::store::operation_deadline().is_some_and(|at| at <= Instant::now());
+        if passed && self.honours_deadlines.load(Ordering::SeqCst) {
+            return Err(StoreError::unavailable(
+                "no time was left before the deadline",
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -890,9 +906,11 @@ impl Store for Unreliable {
         self.inner.complete(id, t, o, ttl).await
     }
     async fn release(&self, id: RecordId<'_>, t: Token) -> Result<bool, StoreError> {
+        self.out_of_time()?;
         self.inner.release(id, t).await
     }
     async fn get(&self, id: RecordId<'_>) -> Result<(Option<Record>, i64), StoreError> {
+        self.out_of_time()?;
         self.inner.get(id).await
     }
     async fn list(&self, f: &ListFilter, c: Option<&str>) -> Result<Page, StoreError> {
@@ -926,6 +944,7 @@ fn unreliable() -> Arc<Unreliable> {
         claims_fail: AtomicBool::new(false),
         completes_fail: AtomicBool::new(false),
         claims_land_late: AtomicBool::new(false),
+        honours_deadlines: AtomicBool::new(false),
     })
 }
 
@@ -983,6 +1002,33 @@ async fn a_lost_claim_that_never_lands_ends_without_a_store_error() {
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
+/// The same on a store that refuses an operation with no time left (a store written in Java): the
+/// release stops at the lease end instead of making one last try that has no time, fails, and is
+/// reported as "could not release a claim whose body never ran".
+#[tokio::test]
+async fn a_lost_claim_that_never_lands_ends_without_a_store_error_on_a_store_that_keeps_deadlines()
+{
+    let store = unreliable();
+    store.claims_fail.store(true, Ordering::SeqCst);
+    store.honours_deadlines.store(true, Ordering::SeqCst);
+    let exec = Executor::new(store.clone());
+    let lease = Duration::from_millis(600);
+    let t = tool("charge_card", Policy::default().with_lease(lease));
+    let runs = AtomicUsize::new(0);
+    assert_eq!(
+        kind(send(&exec, &t, KeyInput::Json(INPUT), &runs).await),
+        ErrorKind::StoreUnavailable
+    );
+    store.claims_fail.store(false, Ordering::SeqCst);
+    tokio::time::sleep(lease + Duration::from_millis(400)).await;
+    assert_eq!(exec.events().count(EventKind::StoreError), 1);
+    assert_eq!(
+        send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
+        "sent"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
 #[tokio::test]
 async fn a_store_error_never_reads_as_permission_and_the_body_does_not_run() {
     let store = unreliable();
@@ -1013,7 +1059,7 @@ async fn when_recording_fails_after_success_the_caller_gets_its_result_and_the_c
     let t = tool("charge_card", Policy::default().with_lease(lease));
     let runs = AtomicUsize::new(0);
     store.completes_fail.store(true, Ordering::SeqCst);
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     assert_eq!(
         send(&exec, &t, KeyInput::Json(INPUT), &runs).await.unwrap(),
         "sent"
@@ -1097,7 +1143,7 @@ fn timeout_of(answer: idemkit::Answer) -> Error {
 async fn a_rust_body_overrunning_its_deadline_is_cancelled_and_abandoned_at_the_lease_end() {
     let (exec, clock, _) = memory();
     let t = deadline_tool("send_email", Policy::default());
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let r: Result<String, CallError<MailError>> = exec
         .call(&t, &CallContext::new(), KeyInput::Json(INPUT), |_| async {
             tokio::time::sleep(Duration::from_secs(5)).await;
