@@ -76,6 +76,33 @@ class HttpTransportTest {
         }
     }
 
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("stores")
+    void repeatsOfOneCallMakeOneBookingAndGetItsResult(
+            String name, Supplier<IdempotencyStore> store) throws Exception {
+        BookingTools tools = new BookingTools();
+        String flight = "BA" + UUID.randomUUID();
+        try (IdempotencyStore s = store.get();
+                IdempotentMcpTools served =
+                        IdempotentMcpTools.builder().tools(tools).store(s).build();
+                McpTestSupport.HttpServer server = new McpTestSupport.HttpServer(served);
+                McpSyncClient client = server.client(null)) {
+            CallToolResult first = client.callTool(call("book_flight", seat(flight), null));
+            assertFalse(Boolean.TRUE.equals(first.isError()), text(first));
+            assertFalse(replayed(first));
+            String key = (String) first.meta().get(IdempotentMcpTools.KEY_META);
+            assertEquals(64, key.length(), "the derived key is told: " + first.meta());
+            for (int i = 0; i < 3; i++) {
+                CallToolResult again = client.callTool(call("book_flight", seat(flight), null));
+                assertTrue(replayed(again), "repeat " + i + ": " + again);
+                assertEquals(text(first), text(again));
+                assertEquals(first.structuredContent(), again.structuredContent());
+                assertEquals(key, again.meta().get(IdempotentMcpTools.KEY_META));
+            }
+            assertEquals(1, tools.bookings.get(), "one booking for four calls");
+        }
+    }
+
     @Test
     void aClientClosedMidCallAndANewClientMakeOneBooking() throws Exception {
         BookingTools tools = new BookingTools();
