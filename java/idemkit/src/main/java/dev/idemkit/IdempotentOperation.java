@@ -549,6 +549,32 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         registrar.close();
     }
 
+    /** {@code codec}, with a repeat read back as the recorded JSON's tree. */
+    private static IdempotentInvoker.ResultCodec asJson(
+            IdempotentInvoker.ResultCodec codec, ObjectMapper mapper) {
+        return new IdempotentInvoker.ResultCodec() {
+            @Override
+            public byte[] encode(Object result) throws Exception {
+                return codec.encode(result);
+            }
+
+            @Override
+            public String type() {
+                return codec.type();
+            }
+
+            @Override
+            public Object value(Object result) {
+                return codec.value(result);
+            }
+
+            @Override
+            public Object decode(byte[] answer, int offset) throws Exception {
+                return mapper.readTree(answer, offset, answer.length - offset);
+            }
+        };
+    }
+
     private interface TypeOf {
         JavaType of(ObjectMapper mapper);
     }
@@ -569,6 +595,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         private ObjectMapper mapper;
         private final List<IdempotencyListener> listeners = new ArrayList<>();
         private boolean outsideKeys;
+        private boolean replaysAsJson;
 
         private Builder(String name, ToolMethod tool, TypeOf resultType) {
             this.name = Objects.requireNonNull(name, "name");
@@ -663,6 +690,29 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         }
 
         /**
+         * Repeats answer the recorded result as a Jackson {@link JsonNode} (the JSON as recorded)
+         * instead of reading it back as the tool method's result type; a call that runs the body
+         * still answers what the body returned. For a face that passes results on as JSON and may
+         * meet a record another face wrote in a shape of its own (an MCP server answering what a
+         * Rust MCP server recorded: a whole {@code CallToolResult}). Only for an operation of a
+         * tool method ({@link IdempotentOperation#builder(ToolMethod)}); an operation whose body
+         * each call passes takes {@code JsonNode.class} as its result type instead.
+         *
+         * @return this builder
+         */
+        public Builder<T> replaysAsJson() {
+            if (tool == null) {
+                throw new IllegalStateException(
+                        "`"
+                                + name
+                                + "`: replaysAsJson() is for an operation of a tool method; give"
+                                + " this operation JsonNode.class as its result type instead");
+            }
+            this.replaysAsJson = true;
+            return this;
+        }
+
+        /**
          * Validates the policy and makes the operation.
          *
          * @return the operation, open until {@link IdempotentOperation#close()}
@@ -690,7 +740,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                                     retry,
                                     tool.memberNames());
                     nativeTool = registered.nativeTool;
-                    codec = registered.codec;
+                    codec = replaysAsJson ? asJson(registered.codec, m) : registered.codec;
                 } else {
                     JavaType type = resultType.of(m);
                     String where = "operation `" + name + "`";

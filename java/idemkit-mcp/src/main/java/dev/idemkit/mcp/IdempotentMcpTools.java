@@ -1,6 +1,7 @@
 package dev.idemkit.mcp;
 
 import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.idemkit.Effect;
 import dev.idemkit.ErrorKind;
@@ -62,6 +63,13 @@ import reactor.core.scheduler.Schedulers;
  * not to retry and names the key for the operator — never a protocol error. A call whose {@code
  * _meta} holds {@code "idempotencyKey": "<string>"} is keyed by that string, scoped by tool, tenant
  * and run, with its arguments checked ({@link IdempotentOperation#answerWithOutsideKey}).
+ *
+ * <p>Records, shared with the other faces and with a Rust MCP server ({@code idemkit::mcp}) on the
+ * same store, since both key a call alike (tool name, tenant, run, the canonical JSON of the
+ * arguments, or the client's key): a tool method's result is recorded as its JSON, as every Java
+ * face records it, and answered as one text content (an object also as structured content); a
+ * wrapped specification's result is recorded as the whole {@code CallToolResult}, as the Rust face
+ * records every result. A repeat answers either form, whichever face or language wrote it.
  *
  * <p>Thread-safe once built. {@link #close()} frees the operations (and a store the builder made).
  */
@@ -216,7 +224,7 @@ public final class IdempotentMcpTools implements AutoCloseable {
                 String sessionId,
                 CallToolRequest request,
                 Call call,
-                java.util.function.Function<Object, CallToolResult> render) {
+                Render render) {
             String clientKey = null;
             McpScopeResolver.Scope scope = null;
             try {
@@ -232,7 +240,7 @@ public final class IdempotentMcpTools implements AutoCloseable {
                         mapper.writeValueAsString(
                                 request.arguments() == null ? Map.of() : request.arguments());
                 IdempotentOperation.Answer<?> answer = call.run(scope, clientKey, args);
-                CallToolResult result = render.apply(answer.value());
+                CallToolResult result = render.result(answer.value(), answer.replayed());
                 return withMeta(
                         result, clientKey != null ? clientKey : answer.key(), answer.replayed());
             } catch (ToolErrorResult own) {
@@ -256,19 +264,57 @@ public final class IdempotentMcpTools implements AutoCloseable {
             }
         }
 
-        CallToolResult text(Object value) {
-            String text;
-            if (value instanceof String) {
-                text = (String) value;
-            } else {
+        /**
+         * A tool method's result: a first call's value as its JSON text (and, for a JSON object, as
+         * structured content too); a repeat's record as {@link #recorded} reads it.
+         */
+        CallToolResult text(Object value, boolean replayed) {
+            if (replayed && value instanceof JsonNode) {
+                return recorded((JsonNode) value);
+            }
+            JsonNode tree;
+            try {
+                tree = mapper.valueToTree(value);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalStateException("the result could not be written as JSON", e);
+            }
+            return plain(tree);
+        }
+
+        /**
+         * A record as a result, whichever MCP face wrote it (the same reading as the Rust face's):
+         * a whole {@code CallToolResult} (what a wrapped specification returned, or what a Rust MCP
+         * server records) is answered as it was; any other JSON (what a tool method returned, here
+         * or through another face) as {@link #plain}.
+         */
+        CallToolResult recorded(JsonNode tree) {
+            if (tree != null && tree.isObject() && tree.path("content").isArray()) {
                 try {
-                    text = mapper.writeValueAsString(value);
-                } catch (Exception e) {
-                    throw new IllegalStateException("the result could not be written as JSON", e);
+                    return json.convertValue(mapper.convertValue(tree, MAP), CallToolResult.class);
+                } catch (RuntimeException notAResult) {
+                    // Not a result after all: answered as plain JSON.
                 }
             }
-            return new CallToolResult(List.of(new TextContent(text)), false, null, null);
+            return plain(tree);
         }
+
+        /**
+         * JSON as one text content (a string as its text), an object also as structured content.
+         */
+        CallToolResult plain(JsonNode tree) {
+            if (tree == null || tree.isMissingNode()) {
+                tree = mapper.nullNode();
+            }
+            String text = tree.isTextual() ? tree.textValue() : tree.toString();
+            Map<String, Object> structured =
+                    tree.isObject() ? mapper.convertValue(tree, MAP) : null;
+            return new CallToolResult(List.of(new TextContent(text)), false, structured, null);
+        }
+    }
+
+    /** How a served tool's answer becomes its result. */
+    private interface Render {
+        CallToolResult result(Object value, boolean replayed);
     }
 
     private static String clientKey(String tool, CallToolRequest request) {
@@ -585,7 +631,10 @@ public final class IdempotentMcpTools implements AutoCloseable {
                 Method method,
                 List<String> unprotected) {
             ToolMethod tm = ToolMethod.of(target, method);
-            IdempotentOperation<Object> op = configure(IdempotentOperation.builder(tm), s).build();
+            // Repeats read back as JSON: a record another MCP face wrote (a whole CallToolResult)
+            // is answered as it was.
+            IdempotentOperation<Object> op =
+                    configure(IdempotentOperation.builder(tm), s).replaysAsJson().build();
             owned.add(op);
             Idempotent policy = tm.policy();
             if (policy == null || policy.strategy() == KeyStrategy.NONE) {
@@ -645,8 +694,10 @@ public final class IdempotentMcpTools implements AutoCloseable {
                 return passThrough(spec);
             }
             String name = declared.name();
-            IdempotentOperation<Map<String, Object>> op =
-                    configure(IdempotentOperation.builder(name, MAP), s).policy(policy).build();
+            IdempotentOperation<JsonNode> op =
+                    configure(IdempotentOperation.builder(name, JsonNode.class), s)
+                            .policy(policy)
+                            .build();
             owned.add(op);
             io.modelcontextprotocol.spec.McpSchema.Tool tool =
                     new io.modelcontextprotocol.spec.McpSchema.Tool(
@@ -658,18 +709,19 @@ public final class IdempotentMcpTools implements AutoCloseable {
                             annotations(policy, declared.annotations()),
                             declared.meta(),
                             declared.icons());
-            java.util.function.Function<Object, CallToolResult> render =
-                    value -> ctx.json.convertValue(value, CallToolResult.class);
+            // A wrapped handler's result is recorded whole, as the Rust face records one.
+            Render render = (value, replayed) -> ctx.recorded((JsonNode) value);
             return served(
                     tool,
                     (transport, sessionId, request, sync, async) -> {
-                        IdempotentOperation.Body<Map<String, Object>> body =
+                        IdempotentOperation.Body<JsonNode> body =
                                 context -> {
                                     CallToolResult r = delegate(spec, request, sync, async);
                                     if (Boolean.TRUE.equals(r.isError())) {
                                         throw new ToolErrorResult(r);
                                     }
-                                    return ctx.json.convertValue(r, MAP_REF);
+                                    return ctx.mapper.valueToTree(
+                                            ctx.json.convertValue(r, MAP_REF));
                                 };
                         Call call =
                                 (scope, clientKey, json) ->
