@@ -67,13 +67,17 @@ class CrossLanguageMcpTest {
                 Path.of(System.getProperty("idemkit.repo.root", "../.."))
                         .toAbsolutePath()
                         .normalize();
+        String features = System.getenv("IDEMKIT_MCP_BOOKING_FEATURES");
+        if (features == null || features.isEmpty()) {
+            features = "mcp,redis";
+        }
         Process build =
                 new ProcessBuilder(
                                 "cargo",
                                 "build",
                                 "--quiet",
                                 "--features",
-                                "mcp,redis",
+                                features,
                                 "--example",
                                 "mcp_booking")
                         .directory(root.toFile())
@@ -81,7 +85,9 @@ class CrossLanguageMcpTest {
                         .start();
         assertTrue(
                 build.waitFor(30, TimeUnit.MINUTES) && build.exitValue() == 0,
-                "cargo build --features mcp,redis --example mcp_booking failed (run it in "
+                "cargo build --features "
+                        + features
+                        + " --example mcp_booking failed (run it in "
                         + root
                         + " to see why)");
         String target = System.getenv("CARGO_TARGET_DIR");
