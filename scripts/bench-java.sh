@@ -49,10 +49,16 @@ if [[ ${1:-} == --mcp ]]; then
     mvn -q -f "$REPO/java/pom.xml" -pl idemkit-mcp -am test-compile dependency:build-classpath \
         -Dmdep.outputFile=target/bench-classpath.txt -Dmdep.includeScope=test -Dspotless.check.skip=true
     echo "uptime before: $(uptime)"
+    # Tomcat's and the SDK's logs go to mcp-bench.log; a failure shows its end.
+    status=0
     java -cp "$MCP/test-classes:$MCP/classes:$(cat "$MCP/bench-classpath.txt")" \
-        dev.idemkit.mcp.McpCallBench "$@" 2>/dev/null | tee "$MCP/mcp-bench.txt"
+        dev.idemkit.mcp.McpCallBench "$@" 2>"$MCP/mcp-bench.log" | tee "$MCP/mcp-bench.txt" ||
+        status=$?
     echo "uptime after: $(uptime)"
-    exit 0
+    if ((status != 0)); then
+        tail -30 "$MCP/mcp-bench.log" >&2
+    fi
+    exit "$status"
 fi
 mvn -q -f "$REPO/java/pom.xml" -Pbench -DskipTests -pl idemkit package
 CP="$OUT/classes:$(cat "$OUT/classpath.txt")"

@@ -171,6 +171,61 @@ class HttpTransportTest {
         }
     }
 
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("stores")
+    void anAsyncServerRunsEightConcurrentDuplicatesOnceAndKeepsTheProtocol(
+            String name, Supplier<IdempotencyStore> store) throws Exception {
+        BookingTools tools = new BookingTools();
+        tools.sleepMs = 300;
+        String flight = "BA" + UUID.randomUUID();
+        String key = "order-" + UUID.randomUUID();
+        try (IdempotencyStore s = store.get();
+                IdempotentMcpTools served =
+                        IdempotentMcpTools.builder().tools(tools).store(s).build();
+                McpTestSupport.HttpServer server = new McpTestSupport.HttpServer(served, true)) {
+            List<McpSyncClient> clients = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                clients.add(server.client(null));
+            }
+            ExecutorService pool = Executors.newFixedThreadPool(8);
+            CountDownLatch start = new CountDownLatch(1);
+            List<Future<CallToolResult>> results = new ArrayList<>();
+            for (McpSyncClient c : clients) {
+                results.add(
+                        pool.submit(
+                                () -> {
+                                    start.await();
+                                    return c.callTool(call("book_flight", seat(flight), null));
+                                }));
+            }
+            start.countDown();
+            int replays = 0;
+            for (Future<CallToolResult> f : results) {
+                CallToolResult r = f.get(60, TimeUnit.SECONDS);
+                assertFalse(Boolean.TRUE.equals(r.isError()), text(r));
+                assertTrue(text(r).contains("\"number\":1"), text(r));
+                replays += replayed(r) ? 1 : 0;
+            }
+            pool.shutdown();
+            McpSyncClient client = clients.get(0);
+            assertEquals(
+                    true,
+                    client.listTools().tools().stream()
+                            .filter(t -> t.name().equals("book_flight"))
+                            .findFirst()
+                            .orElseThrow()
+                            .annotations()
+                            .idempotentHint());
+            CallToolResult keyed = client.callTool(call("book_flight", seat("BA1"), key));
+            assertEquals(key, keyed.meta().get("idempotencyKey"));
+            CallToolResult refused = client.callTool(call("book_flight", seat("BA2"), key));
+            assertEquals(true, refused.isError(), text(refused));
+            clients.forEach(McpSyncClient::close);
+            assertEquals(7, replays, "seven answers came from the record");
+            assertEquals(2, tools.bookings.get(), "one booking for 8 duplicates, one keyed");
+        }
+    }
+
     @Test
     void aClientKeyReusedWithOtherArgumentsIsRefusedAsAToolError() throws Exception {
         BookingTools tools = new BookingTools();

@@ -99,11 +99,18 @@ public final class McpCallBench {
                 rounds, calls * 10, calls);
         System.out.println(
                 "path | store | kind | p50 µs | mean µs | p50 ratio to unprotected | p50 added µs");
-        for (Map.Entry<String, IdempotencyStore> e : stores.entrySet()) {
-            run(e.getKey(), e.getValue(), rounds, calls);
-            e.getValue().close();
+        int status = 0;
+        try {
+            for (Map.Entry<String, IdempotencyStore> e : stores.entrySet()) {
+                run(e.getKey(), e.getValue(), rounds, calls);
+                e.getValue().close();
+            }
+        } catch (Throwable failed) {
+            failed.printStackTrace();
+            status = 1;
         }
-        System.exit(0);
+        // Tomcat's threads would keep the JVM alive.
+        System.exit(status);
     }
 
     private static void run(String name, IdempotencyStore store, int rounds, int calls)
@@ -151,7 +158,9 @@ public final class McpCallBench {
             once(caller, i % 3, repeat, null);
         }
         for (int r = 0; r < rounds; r++) {
-            for (int k = 0; k < kinds.length; k++) {
+            // Each round starts with another kind, so that no kind always follows the same one.
+            for (int b = 0; b < kinds.length; b++) {
+                int k = (r + b) % kinds.length;
                 for (int i = 0; i < calls; i++) {
                     once(caller, k, repeat, samples.get(k));
                 }

@@ -7,6 +7,7 @@ import io.modelcontextprotocol.client.transport.HttpClientStreamableHttpTranspor
 import io.modelcontextprotocol.common.McpTransportContext;
 import io.modelcontextprotocol.json.McpJsonMapper;
 import io.modelcontextprotocol.json.jackson2.JacksonMcpJsonMapper;
+import io.modelcontextprotocol.server.McpAsyncServer;
 import io.modelcontextprotocol.server.McpServer;
 import io.modelcontextprotocol.server.McpSyncServer;
 import io.modelcontextprotocol.server.transport.HttpServletStreamableServerTransportProvider;
@@ -73,9 +74,15 @@ final class McpTestSupport {
     /** A running server; the tenant of a call is its {@code X-Tenant} header. */
     static final class HttpServer implements AutoCloseable {
         final McpSyncServer server;
+        final McpAsyncServer asyncServer;
         final int port;
 
         HttpServer(IdempotentMcpTools tools) throws Exception {
+            this(tools, false);
+        }
+
+        /** A sync server of {@code tools.syncSpecifications()}, or an async one of the async. */
+        HttpServer(IdempotentMcpTools tools, boolean async) throws Exception {
             HttpServletStreamableServerTransportProvider transport =
                     HttpServletStreamableServerTransportProvider.builder()
                             .jsonMapper(JSON)
@@ -90,14 +97,27 @@ final class McpTestSupport {
                                         return McpTransportContext.create(values);
                                     })
                             .build();
-            server =
-                    McpServer.sync(transport)
-                            .serverInfo("bookings", "1.0")
-                            .capabilities(
-                                    McpSchema.ServerCapabilities.builder().tools(false).build())
-                            .requestTimeout(Duration.ofSeconds(30))
-                            .tools(tools.syncSpecifications())
-                            .build();
+            if (async) {
+                server = null;
+                asyncServer =
+                        McpServer.async(transport)
+                                .serverInfo("bookings", "1.0")
+                                .capabilities(
+                                        McpSchema.ServerCapabilities.builder().tools(false).build())
+                                .requestTimeout(Duration.ofSeconds(30))
+                                .tools(tools.asyncSpecifications())
+                                .build();
+            } else {
+                asyncServer = null;
+                server =
+                        McpServer.sync(transport)
+                                .serverInfo("bookings", "1.0")
+                                .capabilities(
+                                        McpSchema.ServerCapabilities.builder().tools(false).build())
+                                .requestTimeout(Duration.ofSeconds(30))
+                                .tools(tools.syncSpecifications())
+                                .build();
+            }
             Container.current = transport;
             port = Container.PORT;
         }
@@ -120,7 +140,11 @@ final class McpTestSupport {
 
         @Override
         public void close() throws Exception {
-            server.closeGracefully();
+            if (server != null) {
+                server.closeGracefully();
+            } else {
+                asyncServer.closeGracefully().block(Duration.ofSeconds(30));
+            }
         }
     }
 
