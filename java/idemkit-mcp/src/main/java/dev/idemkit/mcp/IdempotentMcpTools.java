@@ -446,6 +446,7 @@ public final class IdempotentMcpTools implements AutoCloseable {
         private McpJsonMapper jsonMapper;
         private RetryPolicy retry;
         private final List<IdempotencyListener> listeners = new ArrayList<>();
+        private ObjectMapper effective;
 
         private Builder() {}
 
@@ -519,7 +520,8 @@ public final class IdempotentMcpTools implements AutoCloseable {
         }
 
         /**
-         * The mapper that binds arguments and writes results (default: idemkit's).
+         * The mapper that binds arguments and writes results, recorded and first answered alike
+         * (default: idemkit's settings).
          *
          * @param mapper the mapper
          * @return this builder
@@ -580,7 +582,10 @@ public final class IdempotentMcpTools implements AutoCloseable {
                 s = memory;
                 owned.add(memory::close);
             }
-            ObjectMapper m = mapper != null ? mapper : new ObjectMapper().findAndRegisterModules();
+            // One mapper for the operations (which write the records) and for the first answers,
+            // so that a first call and its repeats read alike.
+            ObjectMapper m = mapper != null ? mapper : defaultMapper();
+            this.effective = m;
             McpJsonMapper jm = jsonMapper != null ? jsonMapper : new JacksonMcpJsonMapper(m);
             Context ctx = new Context(resolver, m, jm);
             List<Served> served = new ArrayList<>();
@@ -616,7 +621,7 @@ public final class IdempotentMcpTools implements AutoCloseable {
 
         private <T> IdempotentOperation.Builder<T> configure(
                 IdempotentOperation.Builder<T> b, IdempotencyStore s) {
-            b.store(s).retry(retry).objectMapper(mapper).outsideKeys();
+            b.store(s).retry(retry).objectMapper(effective).outsideKeys();
             for (IdempotencyListener l : listeners) {
                 b.listener(l);
             }
@@ -795,6 +800,32 @@ public final class IdempotentMcpTools implements AutoCloseable {
                                         .subscribeOn(Schedulers.boundedElastic()));
             }
         };
+    }
+
+    /**
+     * The mapper when none is given: idemkit's own settings (java.time and JDK 8 types, dates as
+     * ISO-8601 text with their zone, unknown members ignored when reading).
+     */
+    private static ObjectMapper defaultMapper() {
+        return com.fasterxml.jackson.databind.json.JsonMapper.builder()
+                .addModule(new com.fasterxml.jackson.datatype.jdk8.Jdk8Module())
+                .addModule(new com.fasterxml.jackson.datatype.jsr310.JavaTimeModule())
+                .disable(
+                        com.fasterxml.jackson.databind.DeserializationFeature
+                                .FAIL_ON_UNKNOWN_PROPERTIES)
+                .disable(
+                        com.fasterxml.jackson.databind.DeserializationFeature
+                                .ADJUST_DATES_TO_CONTEXT_TIME_ZONE)
+                .disable(
+                        com.fasterxml.jackson.databind.SerializationFeature
+                                .WRITE_DATES_AS_TIMESTAMPS)
+                .disable(
+                        com.fasterxml.jackson.databind.SerializationFeature
+                                .WRITE_DURATIONS_AS_TIMESTAMPS)
+                .enable(
+                        com.fasterxml.jackson.databind.SerializationFeature
+                                .WRITE_DATES_WITH_ZONE_ID)
+                .build();
     }
 
     /** A JSON schema of a tool method's parameters, for {@code tools/list}. */

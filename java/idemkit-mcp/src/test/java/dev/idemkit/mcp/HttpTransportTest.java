@@ -349,6 +349,39 @@ class HttpTransportTest {
         }
     }
 
+    /** A result with a java.time member, which mappers write differently. */
+    public static class Departures {
+        final AtomicInteger runs = new AtomicInteger();
+
+        public record Departure(String flight, java.time.Instant at) {}
+
+        @dev.idemkit.Tool(name = "departure", description = "A flight's departure")
+        @Idempotent
+        public Departure departure(String flight) {
+            runs.incrementAndGet();
+            return new Departure(flight, java.time.Instant.parse("2026-12-04T10:15:30Z"));
+        }
+    }
+
+    @Test
+    void aFirstAnswerAndItsRepeatReadAlikeWhateverTheResultHolds() throws Exception {
+        Departures tools = new Departures();
+        String flight = "BA" + UUID.randomUUID();
+        try (IdempotentMcpTools served = IdempotentMcpTools.builder().tools(tools).build();
+                McpTestSupport.HttpServer server = new McpTestSupport.HttpServer(served);
+                McpSyncClient client = server.client(null)) {
+            CallToolResult first =
+                    client.callTool(call("departure", Map.of("flight", flight), null));
+            CallToolResult again =
+                    client.callTool(call("departure", Map.of("flight", flight), null));
+            assertTrue(replayed(again));
+            assertEquals(text(first), text(again));
+            assertEquals(first.structuredContent(), again.structuredContent());
+            assertTrue(text(first).contains("\"at\":\"2026-12-04T10:15:30Z\""), text(first));
+            assertEquals(1, tools.runs.get());
+        }
+    }
+
     @Idempotent
     private static final class Policies {}
 }
