@@ -24,6 +24,14 @@
 #                                         N rounds (default 2) of a JVM with the caller lanes on
 #                                         (IDEMKIT_CALLER_LANES unset: 8) then off (=0), A B A B;
 #                                         in each, peer and idemkit interleaved 500 calls at a time
+#   scripts/bench-java.sh --mcp [--rounds N] [--calls N]
+#                                         McpCallBench (idemkit-mcp's tests, one JVM): a tools/call
+#                                         through the MCP Java SDK's client and streamable HTTP of
+#                                         an unprotected tool against the same body protected, with
+#                                         new arguments (claim, body, completion) and repeated (a
+#                                         replay); N rounds (default 10) of --calls (300) of each,
+#                                         in blocks; the memory store, and Redis when
+#                                         IDEMKIT_REDIS_URL is set
 #
 # --stores and --face run against IDEMKIT_REDIS_URL and IDEMKIT_POSTGRES_URL (--face: Redis only):
 # the test servers (eval "$(scripts/services.sh env)") or servers of your own. Records go to the
@@ -35,6 +43,23 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$REPO/java/idemkit/target"
+if [[ ${1:-} == --mcp ]]; then
+    shift
+    MCP="$REPO/java/idemkit-mcp/target"
+    mvn -q -f "$REPO/java/pom.xml" -pl idemkit-mcp -am test-compile dependency:build-classpath \
+        -Dmdep.outputFile=target/bench-classpath.txt -Dmdep.includeScope=test -Dspotless.check.skip=true
+    echo "uptime before: $(uptime)"
+    # Tomcat's and the SDK's logs go to mcp-bench.log; a failure shows its end.
+    status=0
+    java -cp "$MCP/test-classes:$MCP/classes:$(cat "$MCP/bench-classpath.txt")" \
+        dev.idemkit.mcp.McpCallBench "$@" 2>"$MCP/mcp-bench.log" | tee "$MCP/mcp-bench.txt" ||
+        status=$?
+    echo "uptime after: $(uptime)"
+    if ((status != 0)); then
+        tail -30 "$MCP/mcp-bench.log" >&2
+    fi
+    exit "$status"
+fi
 mvn -q -f "$REPO/java/pom.xml" -Pbench -DskipTests -pl idemkit package
 CP="$OUT/classes:$(cat "$OUT/classpath.txt")"
 

@@ -516,7 +516,9 @@ fn text_of(result: &CallToolResult) -> String {
 }
 
 /// A recorded result as a `CallToolResult`: this face records the whole result; a value
-/// recorded by another face (a plain JSON result) is answered as its text and structured content.
+/// recorded by another face (a plain JSON result, such as a Java tool method's) is answered as
+/// its text and structured content, the text as that face wrote it (its members in its order),
+/// so that a replay reads as the first answer did.
 fn replayed(recorded: &str) -> CallToolResult {
     let value: Value = serde_json::from_str(recorded).unwrap_or(Value::Null);
     if value.get("content").is_some_and(Value::is_array) {
@@ -526,7 +528,7 @@ fn replayed(recorded: &str) -> CallToolResult {
     }
     let text = match &value {
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        _ => recorded.trim().to_owned(),
     };
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     if value.is_object() {
@@ -681,5 +683,29 @@ mod forward {
             get_skill(request: GetSkillRequestParams, context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData>;
             read_resource_directory(request: ReadResourceDirectoryRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceDirectoryResult, ErrorData>;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replayed;
+
+    #[test]
+    fn a_plain_record_replays_as_its_text_and_structured_content() {
+        // A Java tool method's record: its members in the order Java wrote them.
+        let result = replayed(r#"{"flight":"BA1","seat":"12A","number":1}"#);
+        let text = result.content[0].as_text().map(|t| t.text.clone());
+        assert_eq!(
+            text.as_deref(),
+            Some(r#"{"flight":"BA1","seat":"12A","number":1}"#)
+        );
+        assert_eq!(
+            result.structured_content,
+            Some(serde_json::json!({"flight": "BA1", "seat": "12A", "number": 1}))
+        );
+        let text = replayed(r#""booking-1""#).content[0]
+            .as_text()
+            .map(|t| t.text.clone());
+        assert_eq!(text.as_deref(), Some("booking-1"));
     }
 }

@@ -88,6 +88,36 @@ final class IdempotentInvoker {
     }
 
     /**
+     * What {@link #invoke} saw of one call, for a face that reports it (an MCP result's {@code
+     * _meta}): the call's key, and whether the answer was read from a record.
+     */
+    static final class Trace {
+        String key;
+        boolean replayed;
+
+        void replay(byte[] answer) {
+            key = NativeBridge.key(answer);
+            replayed = true;
+        }
+    }
+
+    /**
+     * {@link #invoke(NativeIdempotencyStore, NativeTool, NativeContext, JsonInput, JsonInput,
+     * String, Body, ResultCodec, Trace)} untraced.
+     */
+    static Object invoke(
+            NativeIdempotencyStore store,
+            NativeTool tool,
+            NativeContext nativeContext,
+            JsonInput input,
+            JsonInput payload,
+            String suppliedKey,
+            Body body,
+            ResultCodec codec) {
+        return invoke(store, tool, nativeContext, input, payload, suppliedKey, body, codec, null);
+    }
+
+    /**
      * Calls {@code body} at most once per key.
      *
      * @param input the JSON input (HASH_INPUT), the explicit key as a JSON string (EXPLICIT), or
@@ -103,7 +133,8 @@ final class IdempotentInvoker {
             JsonInput payload,
             String suppliedKey,
             Body body,
-            ResultCodec codec) {
+            ResultCodec codec,
+            Trace trace) {
         byte[] answer;
         byte[] bytes = input == null ? null : input.bytes;
         int length = input == null ? 0 : input.length;
@@ -137,6 +168,9 @@ final class IdempotentInvoker {
             store.deliverEvents();
         }
         if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
+            if (trace != null) {
+                trace.replay(answer);
+            }
             return decode(tool, codec, answer);
         }
         long attempt = NativeBridge.attempt(answer);
@@ -161,10 +195,16 @@ final class IdempotentInvoker {
                     }
                     if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
                         reported = true;
+                        if (trace != null) {
+                            trace.replay(answer);
+                        }
                         return decode(tool, codec, answer);
                     }
                 }
                 String key = NativeBridge.key(answer);
+                if (trace != null) {
+                    trace.key = key;
+                }
                 IdempotencyContext context =
                         new IdempotencyContext(
                                 tool.name,
@@ -249,6 +289,9 @@ final class IdempotentInvoker {
                     store.deliverEvents();
                     if (NativeBridge.step(answer) == NativeBridge.STEP_REPLAY) {
                         reported = true;
+                        if (trace != null) {
+                            trace.replay(answer);
+                        }
                         return decode(tool, codec, answer);
                     }
                     continue;

@@ -66,6 +66,9 @@ public final class IdempotentOperation<T> implements AutoCloseable {
     private final Registrar registrar;
     private final ObjectMapper mapper;
 
+    /** The native tool of calls whose key comes from outside (null unless {@code outsideKeys}). */
+    private final IdempotentInvoker.NativeTool outsideTool;
+
     private IdempotentOperation(
             String name,
             KeyStrategy strategy,
@@ -73,7 +76,8 @@ public final class IdempotentOperation<T> implements AutoCloseable {
             IdempotentInvoker.ResultCodec codec,
             RegisteredTool tool,
             Registrar registrar,
-            ObjectMapper mapper) {
+            ObjectMapper mapper,
+            IdempotentInvoker.NativeTool outsideTool) {
         this.name = name;
         this.strategy = strategy;
         this.nativeTool = nativeTool;
@@ -81,7 +85,20 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         this.tool = tool;
         this.registrar = registrar;
         this.mapper = mapper;
+        this.outsideTool = outsideTool;
     }
+
+    /**
+     * What a call answered and how: for a face that tells its caller whether an answer was
+     * remembered (an MCP result's {@code _meta}).
+     *
+     * @param <T> the result type
+     * @param value what the body returned, or the remembered result
+     * @param key the call's key (64 hex digits; {@code UUID}: the generated key; {@code NONE}:
+     *     {@code null})
+     * @param replayed whether the value was read from a record (no body ran for this call)
+     */
+    public record Answer<T>(T value, String key, boolean replayed) {}
 
     /**
      * An operation whose body each call passes.
@@ -297,6 +314,154 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                         context -> t.invoke(notRun(() -> t.bind(in, context))));
     }
 
+    /**
+     * {@link #call(String, String, String)}, answering also the call's key and whether the result
+     * was read from a record.
+     *
+     * @param tenant the tenant, or {@code null}
+     * @param run the run, or {@code null}
+     * @param jsonInput the arguments as a JSON object's text
+     * @return the answer
+     * @throws InvalidToolInputException the input does not bind to the parameters (nothing ran)
+     * @throws IdempotencyException as for {@link #call(String, String, String, Body)}
+     */
+    public Answer<T> answer(String tenant, String run, String jsonInput) {
+        RegisteredTool t = requireTool();
+        Objects.requireNonNull(jsonInput, "jsonInput");
+        JsonNode early = t.strategy == KeyStrategy.EXPLICIT ? object(t, jsonInput) : null;
+        KeyMaterial key =
+                KeyMaterial.ofText(t, jsonInput, early == null ? null : JsonWire.map(early));
+        return traced(nativeTool, tenant, run, key, toolBody(t, jsonInput, early));
+    }
+
+    /**
+     * {@link #call(String, String, String, Body)}, answering also the call's key and whether the
+     * result was read from a record.
+     *
+     * @param tenant the tenant, or {@code null}
+     * @param run the run, or {@code null}
+     * @param jsonInput the input as a JSON object's text, hashed as given
+     * @param body the work
+     * @return the answer
+     */
+    public Answer<T> answer(String tenant, String run, String jsonInput, Body<? extends T> body) {
+        Objects.requireNonNull(jsonInput, "jsonInput");
+        Objects.requireNonNull(body, "body");
+        return traced(
+                nativeTool,
+                tenant,
+                run,
+                new KeyMaterial(keyInput(JsonInput::ofText, jsonInput), null, null),
+                body::run);
+    }
+
+    /**
+     * Runs the tool method under a key that comes from outside the application (an MCP client's
+     * {@code _meta.idempotencyKey}, a caller's inbound {@code Idempotency-Key}), whatever the
+     * policy's own strategy: the key is an explicit key scoped by the tool, tenant and run, the
+     * whole input is fingerprinted, and a repeat of the key with another input is refused with
+     * {@link PayloadMismatchException} (SPEC v1.2 §9 rule 1). The rest of the policy (TTL, lease,
+     * effect, failures, timeout) is the operation's. Needs {@link Builder#outsideKeys()}.
+     *
+     * @param tenant the tenant, or {@code null}
+     * @param run the run, or {@code null}
+     * @param key the caller's key, at least one visible character
+     * @param jsonInput the arguments as a JSON object's text
+     * @return the answer
+     * @throws PayloadMismatchException the key was used before with another input (nothing ran)
+     * @throws IdempotencyException as for {@link #call(String, String, String, Body)}
+     */
+    public Answer<T> answerWithOutsideKey(String tenant, String run, String key, String jsonInput) {
+        RegisteredTool t = requireTool();
+        Objects.requireNonNull(jsonInput, "jsonInput");
+        return traced(
+                requireOutside(key),
+                tenant,
+                run,
+                outside(key, jsonInput),
+                toolBody(t, jsonInput, null));
+    }
+
+    /**
+     * {@link #answerWithOutsideKey(String, String, String, String)} for an operation whose body
+     * each call passes.
+     *
+     * @param tenant the tenant, or {@code null}
+     * @param run the run, or {@code null}
+     * @param key the caller's key, at least one visible character
+     * @param jsonInput the call's whole input as a JSON object's text: its fingerprint is checked
+     * @param body the work
+     * @return the answer
+     * @throws PayloadMismatchException the key was used before with another input (nothing ran)
+     */
+    public Answer<T> answerWithOutsideKey(
+            String tenant, String run, String key, String jsonInput, Body<? extends T> body) {
+        Objects.requireNonNull(jsonInput, "jsonInput");
+        Objects.requireNonNull(body, "body");
+        return traced(requireOutside(key), tenant, run, outside(key, jsonInput), body::run);
+    }
+
+    private IdempotentInvoker.NativeTool requireOutside(String key) {
+        if (outsideTool == null) {
+            throw new IllegalStateException(
+                    "`"
+                            + name
+                            + "` takes no outside keys; build it with outsideKeys() to call it"
+                            + " with a caller's key");
+        }
+        if (key == null) {
+            throw new InvalidKeyException(
+                    "invalid idempotency key for `"
+                            + name
+                            + "`: explicit key: null; supply a key with at least one visible"
+                            + " character",
+                    name,
+                    null);
+        }
+        return outsideTool;
+    }
+
+    private static KeyMaterial outside(String key, String jsonInput) {
+        return new KeyMaterial(JsonInput.ofString(key), JsonInput.ofText(jsonInput), key);
+    }
+
+    private JsonNode object(RegisteredTool t, String jsonInput) {
+        JsonNode node = JsonWire.read(mapper, t.name, jsonInput);
+        if (!node.isObject()) {
+            throw new InvalidToolInputException(
+                    "the input of `" + t.name + "` must be a JSON object", t.name, null, null);
+        }
+        return node;
+    }
+
+    /** Binds the JSON text (or its parse) to the method's parameters and runs it. */
+    private IdempotentInvoker.Body toolBody(RegisteredTool t, String jsonInput, JsonNode parsed) {
+        return context -> {
+            JsonNode node =
+                    parsed != null
+                            ? parsed
+                            : notRun(() -> JsonWire.read(mapper, t.name, jsonInput));
+            return t.invoke(
+                    notRun(
+                            () -> {
+                                t.checkFloating(jsonInput);
+                                return t.bind(node, context);
+                            }));
+        };
+    }
+
+    @SuppressWarnings("unchecked")
+    private Answer<T> traced(
+            IdempotentInvoker.NativeTool with,
+            String tenant,
+            String run,
+            KeyMaterial key,
+            IdempotentInvoker.Body body) {
+        IdempotentInvoker.Trace trace = new IdempotentInvoker.Trace();
+        T value = (T) invoke(with, tenant, run, key, body, trace);
+        return new Answer<>(value, trace.key, trace.replayed);
+    }
+
     private interface KeyInput<I> {
         JsonInput of(I input);
     }
@@ -343,21 +508,31 @@ public final class IdempotentOperation<T> implements AutoCloseable {
 
     @SuppressWarnings("unchecked")
     private T invoke(String tenant, String run, KeyMaterial key, IdempotentInvoker.Body body) {
+        return (T) invoke(nativeTool, tenant, run, key, body, null);
+    }
+
+    private Object invoke(
+            IdempotentInvoker.NativeTool with,
+            String tenant,
+            String run,
+            KeyMaterial key,
+            IdempotentInvoker.Body body,
+            IdempotentInvoker.Trace trace) {
         NativeContext context =
                 new NativeContext(
                         Registrar.checkText("tenant", tenant), Registrar.checkText("run", run));
         registrar.enter();
         try {
-            return (T)
-                    IdempotentInvoker.invoke(
-                            registrar.store,
-                            nativeTool,
-                            context,
-                            key.key(),
-                            key.payload(),
-                            key.supplied(),
-                            body,
-                            codec);
+            return IdempotentInvoker.invoke(
+                    registrar.store,
+                    with,
+                    context,
+                    key.key(),
+                    key.payload(),
+                    key.supplied(),
+                    body,
+                    codec,
+                    trace);
         } finally {
             registrar.exit();
             Reference.reachabilityFence(context);
@@ -372,6 +547,32 @@ public final class IdempotentOperation<T> implements AutoCloseable {
     @Override
     public void close() {
         registrar.close();
+    }
+
+    /** {@code codec}, with a repeat read back as the recorded JSON's tree. */
+    private static IdempotentInvoker.ResultCodec asJson(
+            IdempotentInvoker.ResultCodec codec, ObjectMapper mapper) {
+        return new IdempotentInvoker.ResultCodec() {
+            @Override
+            public byte[] encode(Object result) throws Exception {
+                return codec.encode(result);
+            }
+
+            @Override
+            public String type() {
+                return codec.type();
+            }
+
+            @Override
+            public Object value(Object result) {
+                return codec.value(result);
+            }
+
+            @Override
+            public Object decode(byte[] answer, int offset) throws Exception {
+                return mapper.readTree(answer, offset, answer.length - offset);
+            }
+        };
     }
 
     private interface TypeOf {
@@ -393,6 +594,8 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         private RetryPolicy retry;
         private ObjectMapper mapper;
         private final List<IdempotencyListener> listeners = new ArrayList<>();
+        private boolean outsideKeys;
+        private boolean replaysAsJson;
 
         private Builder(String name, ToolMethod tool, TypeOf resultType) {
             this.name = Objects.requireNonNull(name, "name");
@@ -474,6 +677,42 @@ public final class IdempotentOperation<T> implements AutoCloseable {
         }
 
         /**
+         * Lets calls carry a key from outside the application ({@link
+         * IdempotentOperation#answerWithOutsideKey}): a second native tool of the same name is
+         * made, keyed {@code EXPLICIT} with the payload always checked (SPEC v1.2 §9 rule 1), the
+         * rest of its policy this operation's.
+         *
+         * @return this builder
+         */
+        public Builder<T> outsideKeys() {
+            this.outsideKeys = true;
+            return this;
+        }
+
+        /**
+         * Repeats answer the recorded result as a Jackson {@link JsonNode} (the JSON as recorded)
+         * instead of reading it back as the tool method's result type; a call that runs the body
+         * still answers what the body returned. For a face that passes results on as JSON and may
+         * meet a record another face wrote in a shape of its own (an MCP server answering what a
+         * Rust MCP server recorded: a whole {@code CallToolResult}). Only for an operation of a
+         * tool method ({@link IdempotentOperation#builder(ToolMethod)}); an operation whose body
+         * each call passes takes {@code JsonNode.class} as its result type instead.
+         *
+         * @return this builder
+         */
+        public Builder<T> replaysAsJson() {
+            if (tool == null) {
+                throw new IllegalStateException(
+                        "`"
+                                + name
+                                + "`: replaysAsJson() is for an operation of a tool method; give"
+                                + " this operation JsonNode.class as its result type instead");
+            }
+            this.replaysAsJson = true;
+            return this;
+        }
+
+        /**
          * Validates the policy and makes the operation.
          *
          * @return the operation, open until {@link IdempotentOperation#close()}
@@ -486,7 +725,8 @@ public final class IdempotentOperation<T> implements AutoCloseable {
             ObjectMapper m = mapper != null ? mapper : ResultTypes.defaultMapper();
             Registrar registrar = new Registrar(store, "the operation `" + name + "`", null);
             RegisteredTool registered = null;
-            IdempotentInvoker.NativeTool nativeTool;
+            IdempotentInvoker.NativeTool nativeTool = null;
+            IdempotentInvoker.NativeTool outside = null;
             IdempotentInvoker.ResultCodec codec;
             try {
                 if (tool != null) {
@@ -500,7 +740,7 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                                     retry,
                                     tool.memberNames());
                     nativeTool = registered.nativeTool;
-                    codec = registered.codec;
+                    codec = replaysAsJson ? asJson(registered.codec, m) : registered.codec;
                 } else {
                     JavaType type = resultType.of(m);
                     String where = "operation `" + name + "`";
@@ -509,11 +749,26 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                     Class<?> raw = type.getRawClass();
                     codec = RegisteredTool.codec(m, type, raw == void.class || raw == Void.class);
                 }
+                if (outsideKeys) {
+                    outside =
+                            Registrar.nativeTool(
+                                    nativeTool.name,
+                                    OutsideKeyPolicy.of(policy),
+                                    timeoutMs,
+                                    null,
+                                    retry);
+                }
             } catch (RuntimeException refused) {
+                if (nativeTool != null) {
+                    Registrar.destroy(new long[] {nativeTool.handle});
+                }
                 registrar.close();
                 throw refused;
             }
-            registrar.adopt(new long[] {nativeTool.handle});
+            registrar.adopt(
+                    outside == null
+                            ? new long[] {nativeTool.handle}
+                            : new long[] {nativeTool.handle, outside.handle});
             if (!listeners.isEmpty()) {
                 String toolName = nativeTool.name;
                 IdempotencyListener filtered =
@@ -529,7 +784,8 @@ public final class IdempotentOperation<T> implements AutoCloseable {
                     codec,
                     registered,
                     registrar,
-                    m);
+                    m,
+                    outside);
         }
     }
 }

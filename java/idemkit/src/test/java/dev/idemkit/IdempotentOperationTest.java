@@ -252,4 +252,45 @@ class IdempotentOperationTest {
             assertEquals(2, flights.runs.get());
         }
     }
+
+    public static class SeatTools {
+        final AtomicInteger runs = new AtomicInteger();
+
+        @Tool(name = "book_seat")
+        @Idempotent
+        public Booking book(String flight) {
+            runs.incrementAndGet();
+            return new Booking(flight, "k-" + runs.get());
+        }
+    }
+
+    @Test
+    void replays_as_json_answer_a_repeat_with_the_recorded_tree_and_a_first_call_with_the_value()
+            throws Exception {
+        SeatTools flights = new SeatTools();
+        Method method = SeatTools.class.getMethod("book", String.class);
+        try (IdempotentOperation<Object> op =
+                IdempotentOperation.builder(ToolMethod.of(flights, method))
+                        .store(store)
+                        .replaysAsJson()
+                        .build()) {
+            IdempotentOperation.Answer<Object> first =
+                    op.answer("acme", null, "{\"flight\":\"BA117\"}");
+            assertFalse(first.replayed());
+            assertTrue(first.value() instanceof Booking, "the body's own value");
+            IdempotentOperation.Answer<Object> again =
+                    op.answer("acme", null, "{\"flight\":\"BA117\"}");
+            assertTrue(again.replayed());
+            assertTrue(
+                    again.value() instanceof com.fasterxml.jackson.databind.JsonNode,
+                    "the record as JSON: " + again.value());
+            assertEquals("{\"flight\":\"BA117\",\"key\":\"k-1\"}", again.value().toString());
+            assertEquals(1, flights.runs.get());
+        }
+        IllegalStateException refused =
+                assertThrows(
+                        IllegalStateException.class,
+                        () -> IdempotentOperation.builder("book", Booking.class).replaysAsJson());
+        assertTrue(refused.getMessage().contains("JsonNode.class"), refused.getMessage());
+    }
 }
