@@ -125,7 +125,7 @@ pub enum FailureClass {
     Permanent,
 }
 
-/// What becomes of a claimed call whose body failed: decided by [`Policy::settle_failure`], the
+/// What becomes of a claimed call whose body failed: decided by [`Policy::settle_failure`](super::Policy::settle_failure), the
 /// one classification every face uses (SPEC v1.1 rule 7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FailureSettlement {
@@ -140,7 +140,7 @@ pub enum FailureSettlement {
 }
 
 /// What a face saw of one failed request to an upstream (SPEC v1.1 rule 12): all that
-/// [`Policy::judge_exchange`] needs to decide whether it may be sent again.
+/// [`Policy::judge_exchange`](super::Policy::judge_exchange) needs to decide whether it may be sent again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Exchange {
     /// Nothing was written to the connection (connection refused, name not resolved, connect
@@ -153,14 +153,14 @@ pub enum Exchange {
     Answered(u16),
 }
 
-/// What [`Policy::judge_exchange`] decided about a failed exchange.
+/// What [`Policy::judge_exchange`](super::Policy::judge_exchange) decided about a failed exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ExchangeVerdict {
     /// Safe to send again under the same key, keeping the claim, while the retry budget and the
     /// deadline allow; when they do not, the claim is released (a later call sends again).
     Resend,
     /// Not sent again: the failure is settled by the policy's classification
-    /// ([`Policy::settle_failure`]).
+    /// ([`Policy::settle_failure`](super::Policy::settle_failure)).
     Final,
     /// The upstream says the key was used before with another payload (this status: 422, or
     /// 417 as some middleware sends): the claim is released and the caller gets the

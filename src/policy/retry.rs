@@ -29,7 +29,7 @@ pub struct RetryPolicy {
     pub initial_backoff: Duration,
     /// The longest pause.
     pub max_backoff: Duration,
-    /// Error type names (as in [`Policy::no_effect_errors`]) that are retried; empty: every
+    /// Error type names (as in [`Policy::no_effect_errors`](super::Policy::no_effect_errors)) that are retried; empty: every
     /// failure the rules allow.
     pub retry_on: Vec<String>,
 }

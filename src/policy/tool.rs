@@ -27,7 +27,7 @@ impl Tool {
     /// # Errors
     ///
     /// [`Error::Configuration`] for an empty name or one over 1,024 bytes after NFC;
-    /// [`Error::InvalidSetting`] for a policy that [`Policy::validate`] refuses.
+    /// [`Error::InvalidSetting`] for a policy that [`Policy::validate`](super::Policy::validate) refuses.
     pub fn new(name: impl Into<String>, policy: Policy) -> Result<Tool, Error> {
         Tool::with_timeout(name, policy, None)
     }
