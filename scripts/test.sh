@@ -63,7 +63,7 @@ rm -f "$log_dir"/*.log
 
 export CARGO_TERM_COLOR=never
 # The workspace's features: the core has them all, capi/ (the C library) redis and postgres.
-features="redis,postgres,testing,cli,tracing,metrics"
+features="redis,postgres,testing,cli,tracing,metrics,mcp"
 native=java/native/Cargo.toml
 
 if wants rust || wants c || wants java; then
@@ -125,7 +125,7 @@ if wants crate; then
   header "crate: rust-version is true, every public item is documented, the package ships no java/"
   step msrv scripts/msrv-check.sh
   step doc env RUSTDOCFLAGS="-D missing_docs -D warnings" \
-    cargo doc --no-deps --features redis,postgres,testing,cli,tracing,metrics
+    cargo doc --no-deps --features redis,postgres,testing,cli,tracing,metrics,mcp
   step package scripts/package-check.sh
 fi
 

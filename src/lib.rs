@@ -37,7 +37,8 @@
 //! that carries it out.
 //!
 //! Features: `redis` ([`store::redis`]), `postgres` ([`store::postgres`]), `testing` (the store
-//! conformance suite, `testing`), `cli` (the `idemkit` operator binary).
+//! conformance suite, `testing`), `cli` (the `idemkit` operator binary), `mcp` (tools served over the Model Context Protocol,
+//! [`mcp`]).
 
 #![warn(missing_docs)]
 
@@ -45,6 +46,8 @@ pub mod error;
 pub mod events;
 pub mod executor;
 pub mod key;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod policy;
 pub mod record;
 pub mod runtime;

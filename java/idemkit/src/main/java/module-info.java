@@ -10,6 +10,7 @@
 module dev.idemkit {
     exports dev.idemkit;
     exports dev.idemkit.spi;
+    exports dev.idemkit.adapter;
     exports dev.idemkit.jedis;
 
     requires transitive com.fasterxml.jackson.databind;

@@ -4,13 +4,12 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.idemkit.IdempotencyContext;
 import dev.idemkit.IdempotencyException;
-import dev.idemkit.IdempotencyListener;
 import dev.idemkit.IdempotencyStore;
-import dev.idemkit.IdempotentOperation;
-import dev.idemkit.InMemoryIdempotencyStore;
 import dev.idemkit.InvalidToolInputException;
-import dev.idemkit.ModelErrorListener;
 import dev.idemkit.ToolMethod;
+import dev.idemkit.adapter.ToolAdapterBuilder;
+import dev.idemkit.adapter.ToolBinding;
+import dev.idemkit.adapter.ToolCall;
 import dev.langchain4j.agent.tool.P;
 import dev.langchain4j.agent.tool.Tool;
 import dev.langchain4j.agent.tool.ToolExecutionRequest;
@@ -33,7 +32,6 @@ import dev.langchain4j.service.tool.ToolExecutor;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.Parameter;
-import java.lang.reflect.UndeclaredThrowableException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -94,19 +92,11 @@ public final class IdempotentTools implements AutoCloseable {
     private static volatile Builder defaults;
 
     private final List<AiServiceTool> tools;
-    private final List<IdempotentOperation<Object>> operations;
-    private final IdempotencyStore store;
-    private final InMemoryIdempotencyStore owned;
+    private final ToolBinding binding;
 
-    private IdempotentTools(
-            List<AiServiceTool> tools,
-            List<IdempotentOperation<Object>> operations,
-            IdempotencyStore store,
-            InMemoryIdempotencyStore owned) {
+    private IdempotentTools(List<AiServiceTool> tools, ToolBinding binding) {
         this.tools = Collections.unmodifiableList(tools);
-        this.operations = operations;
-        this.store = store;
-        this.owned = owned;
+        this.binding = binding;
     }
 
     /**
@@ -139,7 +129,7 @@ public final class IdempotentTools implements AutoCloseable {
      * @throws IllegalArgumentException when {@code settings} has no store
      */
     public static void defaults(Builder settings) {
-        if (settings.store == null) {
+        if (!settings.hasStore()) {
             throw new IllegalArgumentException(
                     "idemkit-langchain4j: IdempotentTools.defaults needs a store:"
                             + " IdempotentTools.defaults(IdempotentTools.builder().store(store))");
@@ -187,9 +177,7 @@ public final class IdempotentTools implements AutoCloseable {
                             + " AiServices.builder(...).tools(...), so it is refused rather than run"
                             + " unprotected; call IdempotentTools.defaults(store) once at startup");
         }
-        Builder b = settings.copy();
-        b.objects.addAll(objects);
-        return b.build();
+        return settings.copy().tools(objects.toArray()).build();
     }
 
     /** Whether an object has a {@code @Tool} method that carries {@code @Idempotent}. */
@@ -202,13 +190,9 @@ public final class IdempotentTools implements AutoCloseable {
         return false;
     }
 
-    /**
-     * Whether a tool method has a policy, where ToolMethod looks: method, its class, the object's.
-     */
+    /** Whether a tool method has a policy, where ToolMethod looks. */
     private static boolean isIdempotent(Object object, Method m) {
-        return m.isAnnotationPresent(dev.idemkit.Idempotent.class)
-                || m.getDeclaringClass().isAnnotationPresent(dev.idemkit.Idempotent.class)
-                || object.getClass().isAnnotationPresent(dev.idemkit.Idempotent.class);
+        return ToolBinding.isIdempotent(object.getClass(), m);
     }
 
     /** The name LangChain4j gives a {@code @Tool} method. */
@@ -249,7 +233,7 @@ public final class IdempotentTools implements AutoCloseable {
      * @return the store given to the builder, or the in-memory store it created
      */
     public IdempotencyStore store() {
-        return store;
+        return binding.store();
     }
 
     /**
@@ -258,36 +242,27 @@ public final class IdempotentTools implements AutoCloseable {
      */
     @Override
     public void close() {
-        for (IdempotentOperation<Object> op : operations) {
-            op.close();
-        }
-        if (owned != null) {
-            owned.close();
-        }
+        binding.close();
     }
 
-    /** Builds {@link IdempotentTools}. */
-    public static final class Builder {
-        private final List<Object> objects = new ArrayList<>();
-        private final List<IdempotencyListener> listeners = new ArrayList<>();
-        private final List<ModelErrorListener> modelErrorListeners = new ArrayList<>();
-        private IdempotencyStore store;
-        private Function<InvocationContext, String> tenant = context -> null;
-        private Function<InvocationContext, String> run = MEMORY_ID;
-        private ObjectMapper mapper;
+    /** Builds {@link IdempotentTools}; the options it shares with every adapter are inherited. */
+    public static final class Builder extends ToolAdapterBuilder<Builder, InvocationContext> {
+        private Builder() {
+            super(context -> null, MEMORY_ID);
+        }
 
-        private Builder() {}
+        @Override
+        protected Builder self() {
+            return this;
+        }
 
         /** The settings without the objects. */
         private Builder copy() {
-            Builder b = new Builder();
-            b.listeners.addAll(listeners);
-            b.modelErrorListeners.addAll(modelErrorListeners);
-            b.store = store;
-            b.tenant = tenant;
-            b.run = run;
-            b.mapper = mapper;
-            return b;
+            return new Builder().copyOptions(this);
+        }
+
+        private boolean hasStore() {
+            return store() != null;
         }
 
         /**
@@ -298,93 +273,7 @@ public final class IdempotentTools implements AutoCloseable {
          * @return this builder
          */
         public Builder tools(Object... objectsWithTools) {
-            for (Object o : objectsWithTools) {
-                objects.add(Objects.requireNonNull(o, "objectsWithTools"));
-            }
-            return this;
-        }
-
-        /**
-         * Where records live (Redis or PostgreSQL to deduplicate across processes); default a new
-         * in-memory store owned by the tools.
-         *
-         * @param store the store; it stays the caller's to close, after the tools
-         * @return this builder
-         */
-        public Builder store(IdempotencyStore store) {
-            this.store = store;
-            return this;
-        }
-
-        /**
-         * One tenant for every call.
-         *
-         * @param tenant the tenant, or {@code null} for none
-         * @return this builder
-         */
-        public Builder tenant(String tenant) {
-            this.tenant = context -> tenant;
-            return this;
-        }
-
-        /**
-         * The tenant of each call, from its invocation context (e.g. an {@code
-         * InvocationParameters} entry).
-         *
-         * @param tenant returns the tenant, or {@code null} for none
-         * @return this builder
-         */
-        public Builder tenant(Function<InvocationContext, String> tenant) {
-            this.tenant = Objects.requireNonNull(tenant, "tenant");
-            return this;
-        }
-
-        /**
-         * The run of each call: one conversation, whose repeats are deduplicated. Default {@link
-         * #MEMORY_ID}; {@code context -> null} makes calls repeat across conversations.
-         *
-         * @param run returns the run, or {@code null} for none
-         * @return this builder
-         */
-        public Builder run(Function<InvocationContext, String> run) {
-            this.run = Objects.requireNonNull(run, "run");
-            return this;
-        }
-
-        /**
-         * The mapper for arguments and results (default: idemkit's).
-         *
-         * @param mapper the mapper
-         * @return this builder
-         */
-        public Builder objectMapper(ObjectMapper mapper) {
-            this.mapper = mapper;
-            return this;
-        }
-
-        /**
-         * Calls {@code listener} with the events of the idempotent tools' calls (e.g. {@code
-         * IdempotencyMetrics} from idemkit-micrometer).
-         *
-         * @param listener the listener
-         * @return this builder
-         */
-        public Builder listener(IdempotencyListener listener) {
-            listeners.add(Objects.requireNonNull(listener, "listener"));
-            return this;
-        }
-
-        /**
-         * Calls {@code listener} each time an idempotent tool hands LangChain4j idemkit's error (a
-         * refusal, a held outcome, arguments that do not bind) as the tool's error text, which
-         * LangChain4j's default error handler sends to the model instead of throwing.
-         *
-         * @param listener the listener
-         * @return this builder
-         */
-        public Builder modelErrorListener(ModelErrorListener listener) {
-            modelErrorListeners.add(Objects.requireNonNull(listener, "listener"));
-            return this;
+            return addObjects("objectsWithTools", objectsWithTools);
         }
 
         /**
@@ -397,52 +286,33 @@ public final class IdempotentTools implements AutoCloseable {
          *     {@code @P(defaultValue)} (idemkit binds only the model's arguments)
          */
         public IdempotentTools build() {
-            InMemoryIdempotencyStore created =
-                    store == null ? new InMemoryIdempotencyStore() : null;
-            IdempotencyStore s = store != null ? store : created;
+            ToolBinding binding = openBinding("idemkit-langchain4j", IdempotentTools.class);
             List<AiServiceTool> tools = new ArrayList<>();
-            List<IdempotentOperation<Object>> operations = new ArrayList<>();
-            Set<String> names = new HashSet<>();
-            ObjectMapper m = mapper != null ? mapper : new ObjectMapper().findAndRegisterModules();
+            ObjectMapper m =
+                    mapper() != null ? mapper() : new ObjectMapper().findAndRegisterModules();
             try {
-                for (Object object : objects) {
+                for (Object object : objects()) {
                     List<Method> methods = toolMethods(object.getClass());
                     if (methods.isEmpty()) {
-                        throw new IllegalArgumentException(
-                                "idemkit-langchain4j: "
-                                        + object.getClass().getName()
-                                        + " has no method annotated with LangChain4j's @Tool"
-                                        + " (dev.langchain4j.agent.tool.Tool)");
+                        throw binding.noTools(
+                                object.getClass(),
+                                "LangChain4j's @Tool (dev.langchain4j.agent.tool.Tool)");
                     }
                     for (Method method : methods) {
-                        AiServiceTool tool = tool(object, method, s, operations, m);
-                        if (!names.add(tool.name())) {
-                            throw new IllegalArgumentException(
-                                    "idemkit-langchain4j: two tools are named `"
-                                            + tool.name()
-                                            + "`; give one another name with @Tool(name = ...)");
-                        }
+                        AiServiceTool tool = tool(object, method, binding, m);
+                        binding.claimName(tool.name());
                         tools.add(tool);
                     }
                 }
             } catch (RuntimeException refused) {
-                for (IdempotentOperation<Object> op : operations) {
-                    op.close();
-                }
-                if (created != null) {
-                    created.close();
-                }
+                binding.close();
                 throw refused;
             }
-            return new IdempotentTools(tools, operations, s, created);
+            return new IdempotentTools(tools, binding);
         }
 
         private AiServiceTool tool(
-                Object object,
-                Method method,
-                IdempotencyStore s,
-                List<IdempotentOperation<Object>> operations,
-                ObjectMapper m) {
+                Object object, Method method, ToolBinding binding, ObjectMapper m) {
             Tool annotation = method.getAnnotation(Tool.class);
             String name = annotation.name().isBlank() ? method.getName() : annotation.name();
             String description = String.join("\n", annotation.value());
@@ -451,27 +321,11 @@ public final class IdempotentTools implements AutoCloseable {
             ToolSpecification specification = ToolSpecifications.toolSpecificationFrom(method);
             ToolExecutor executor;
             if (toolMethod.isIdempotent()) {
-                refuseFrameworkParameters(toolMethod);
+                refuseFrameworkParameters(binding, toolMethod);
                 specification = withoutContext(specification, toolMethod);
-                IdempotentOperation.Builder<Object> builder =
-                        IdempotentOperation.builder(toolMethod).store(s);
-                if (mapper != null) {
-                    builder.objectMapper(mapper);
-                }
-                for (IdempotencyListener l : listeners) {
-                    builder.listener(l);
-                }
-                IdempotentOperation<Object> operation = builder.build();
-                operations.add(operation);
                 executor =
                         new Executor(
-                                operation,
-                                name,
-                                toolMethod.isVoid(),
-                                tenant,
-                                run,
-                                m,
-                                List.copyOf(modelErrorListeners));
+                                call(binding, binding.bind(toolMethod)), toolMethod.isVoid(), m);
             } else {
                 executor =
                         DefaultToolExecutor.builder()
@@ -495,7 +349,7 @@ public final class IdempotentTools implements AutoCloseable {
             return named != null && !named.name().isBlank() ? named.name() : null;
         }
 
-        private static void refuseFrameworkParameters(ToolMethod tool) {
+        private static void refuseFrameworkParameters(ToolBinding binding, ToolMethod tool) {
             for (Parameter p : tool.method().getParameters()) {
                 Class<?> type = p.getType();
                 String what = null;
@@ -510,19 +364,11 @@ public final class IdempotentTools implements AutoCloseable {
                     what = "a @P(defaultValue = ...) (idemkit binds the model's arguments as sent)";
                 }
                 if (what != null) {
-                    throw new IllegalArgumentException(
-                            "idemkit-langchain4j: tool `"
-                                    + tool.name()
-                                    + "` ("
-                                    + tool.method().getDeclaringClass().getName()
-                                    + "."
-                                    + tool.method().getName()
-                                    + "): parameter `"
-                                    + p.getName()
-                                    + "` is "
-                                    + what
-                                    + ", which an @Idempotent tool cannot take; take an"
-                                    + " IdempotencyContext parameter instead (its run() is the"
+                    throw binding.refusedParameter(
+                            tool,
+                            p,
+                            what,
+                            "take an IdempotencyContext parameter instead (its run() is the"
                                     + " memory id, its tenant() the tenant), or give the default"
                                     + " in the method body");
                 }
@@ -531,14 +377,7 @@ public final class IdempotentTools implements AutoCloseable {
 
         /** The specification without the IdempotencyContext parameters, which idemkit fills in. */
         private static ToolSpecification withoutContext(ToolSpecification spec, ToolMethod tool) {
-            Parameter[] declared = tool.method().getParameters();
-            Set<String> context = new HashSet<>();
-            for (int i = 0; i < declared.length; i++) {
-                if (tool.isContextParameter(i)) {
-                    String named = memberName(declared[i]);
-                    context.add(named != null ? named : declared[i].getName());
-                }
-            }
+            Set<String> context = ToolBinding.contextMembers(tool, Builder::memberName);
             JsonObjectSchema parameters = spec.parameters();
             if (context.isEmpty() || parameters == null) {
                 return spec;
@@ -634,33 +473,16 @@ public final class IdempotentTools implements AutoCloseable {
         }
     }
 
-    /** Runs an idempotent tool for LangChain4j: binds, deduplicates, writes the result as text. */
-    private static final class Executor implements ToolExecutor {
-        private static final System.Logger LOG = System.getLogger(IdempotentTools.class.getName());
-
-        private final IdempotentOperation<Object> operation;
-        private final String name;
+    /** Runs an idempotent tool for LangChain4j: the shared call, its errors as LangChain4j's. */
+    private static final class Executor implements ToolExecutor, ToolCall.Errors {
+        private final ToolCall<InvocationContext> call;
         private final boolean isVoid;
-        private final Function<InvocationContext, String> tenant;
-        private final Function<InvocationContext, String> run;
         private final ObjectMapper mapper;
-        private final List<ModelErrorListener> modelErrorListeners;
 
-        Executor(
-                IdempotentOperation<Object> operation,
-                String name,
-                boolean isVoid,
-                Function<InvocationContext, String> tenant,
-                Function<InvocationContext, String> run,
-                ObjectMapper mapper,
-                List<ModelErrorListener> modelErrorListeners) {
-            this.operation = operation;
-            this.name = name;
+        Executor(ToolCall<InvocationContext> call, boolean isVoid, ObjectMapper mapper) {
+            this.call = call;
             this.isVoid = isVoid;
-            this.tenant = tenant;
-            this.run = run;
             this.mapper = mapper;
-            this.modelErrorListeners = modelErrorListeners;
         }
 
         @Override
@@ -673,42 +495,24 @@ public final class IdempotentTools implements AutoCloseable {
         @Override
         public ToolExecutionResult executeWithContext(
                 ToolExecutionRequest request, InvocationContext context) {
-            String arguments = request.arguments();
-            if (arguments == null || arguments.isBlank()) {
-                arguments = "{}";
-            }
-            Object result;
-            try {
-                result = operation.call(tenant.apply(context), run.apply(context), arguments);
-            } catch (InvalidToolInputException refused) {
-                // LangChain4j's default argument handler would end the turn; the model can fix it.
-                IdempotentToolException text = new IdempotentToolException(refused);
-                told(refused, text.getMessage());
-                throw text;
-            } catch (IdempotencyException refused) {
-                IdempotentToolException text = new IdempotentToolException(refused);
-                told(refused, text.getMessage());
-                throw text;
-            } catch (UndeclaredThrowableException checked) {
-                throw new ToolExecutionException(checked.getCause());
-            } catch (RuntimeException failed) {
-                throw new ToolExecutionException(failed);
-            }
+            Object result = call.call(request.arguments(), context, this);
             return ToolExecutionResult.builder().result(result).resultText(text(result)).build();
         }
 
-        /** Tells the listeners that {@code error} goes to LangChain4j as the tool's error text. */
-        private void told(RuntimeException error, String text) {
-            for (ModelErrorListener l : modelErrorListeners) {
-                try {
-                    l.onModelError(name, error, text);
-                } catch (RuntimeException failed) {
-                    LOG.log(
-                            System.Logger.Level.WARNING,
-                            "idemkit-langchain4j: a ModelErrorListener failed on `" + name + "`",
-                            failed);
-                }
-            }
+        @Override
+        public RuntimeException refused(IdempotencyException refusal) {
+            return new IdempotentToolException(refusal);
+        }
+
+        @Override
+        public RuntimeException invalid(InvalidToolInputException invalid) {
+            // LangChain4j's default argument handler would end the turn; the model can fix it.
+            return new IdempotentToolException(invalid);
+        }
+
+        @Override
+        public RuntimeException failed(Throwable cause) {
+            return new ToolExecutionException(cause);
         }
 
         /** The result as LangChain4j's own executor writes it. */

@@ -8,13 +8,12 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.idemkit.IdempotencyListener;
 import dev.idemkit.IdempotencyStore;
 import dev.idemkit.IdempotentOperation;
-import dev.idemkit.InMemoryIdempotencyStore;
-import dev.idemkit.ModelErrorListener;
 import dev.idemkit.ToolMethod;
+import dev.idemkit.adapter.ToolAdapterBuilder;
+import dev.idemkit.adapter.ToolBinding;
 import java.lang.reflect.Method;
 import java.lang.reflect.Parameter;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -77,9 +76,7 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
             fromToolContext(ChatMemory.CONVERSATION_ID);
 
     private final ToolCallback[] callbacks;
-    private final List<IdempotentOperation<Object>> operations;
-    private final IdempotencyStore store;
-    private final InMemoryIdempotencyStore owned;
+    private final ToolBinding binding;
     private final Builder settings;
 
     /**
@@ -90,22 +87,16 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
     private final IdempotencyListener managedListener;
 
     private IdempotentToolCallbacks(
-            ToolCallback[] callbacks,
-            List<IdempotentOperation<Object>> operations,
-            IdempotencyStore store,
-            InMemoryIdempotencyStore owned,
-            Builder settings) {
+            ToolCallback[] callbacks, ToolBinding binding, Builder settings) {
         this.callbacks = callbacks;
-        this.operations = operations;
-        this.store = store;
-        this.owned = owned;
+        this.binding = binding;
         this.settings = settings;
         // The store hands every event of a tool name to each listener registered for that name, so
         // the tools a manager protects per call are listened to once, here, not per operation.
-        if (settings.listeners.isEmpty()) {
+        List<IdempotencyListener> copy = settings.eventListeners();
+        if (copy.isEmpty()) {
             this.managedListener = null;
         } else {
-            List<IdempotencyListener> copy = List.copyOf(settings.listeners);
             this.managedListener =
                     event -> {
                         if (event.tool() != null && managed.contains(event.tool())) {
@@ -122,7 +113,7 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
                             }
                         }
                     };
-            store.addListener(managedListener);
+            binding.store().addListener(managedListener);
         }
     }
 
@@ -154,15 +145,13 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
             ToolMetadata metadata,
             org.springframework.ai.tool.execution.ToolCallResultConverter converter,
             List<IdempotentOperation<Object>> made) {
-        boolean ours = false;
-        for (IdempotentOperation<Object> op : operations) {
-            ours |= op.name().equals(definition.name());
-        }
-        if (!ours) {
+        if (!binding.isBound(definition.name())) {
             managed.add(definition.name());
         }
-        return settings.idempotent(
-                object, method, definition, metadata, converter, store, made, List.of());
+        ToolMethod tool = settings.idempotentTool(binding, object, method, definition);
+        IdempotentOperation<Object> operation = binding.operation(tool, List.of());
+        made.add(operation);
+        return settings.callback(binding, tool, operation, definition, metadata, converter);
     }
 
     /** The definition a protected {@code @Idempotent} method publishes. */
@@ -170,14 +159,7 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
             Object object, Method method, ToolDefinition definition) {
         ToolMethod tool =
                 ToolMethod.of(object, method, definition.name(), definition.description());
-        Set<String> context = new HashSet<>();
-        Parameter[] declared = method.getParameters();
-        for (int i = 0; i < declared.length; i++) {
-            if (tool.isContextParameter(i)) {
-                context.add(declared[i].getName());
-            }
-        }
-        return Builder.withoutContext(definition, context);
+        return Builder.withoutContext(definition, ToolBinding.contextMembers(tool, p -> null));
     }
 
     /**
@@ -224,7 +206,7 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
      * @return the store given to the builder, or the in-memory store it created
      */
     public IdempotencyStore store() {
-        return store;
+        return binding.store();
     }
 
     /**
@@ -234,29 +216,30 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
     @Override
     public void close() {
         if (managedListener != null) {
-            store.removeListener(managedListener);
+            binding.store().removeListener(managedListener);
         }
-        for (IdempotentOperation<Object> op : operations) {
-            op.close();
-        }
-        if (owned != null) {
-            owned.close();
-        }
+        binding.close();
     }
 
-    /** Builds {@link IdempotentToolCallbacks}. */
-    public static final class Builder {
+    /**
+     * Builds {@link IdempotentToolCallbacks}; the options it shares with every adapter are
+     * inherited.
+     */
+    public static final class Builder extends ToolAdapterBuilder<Builder, ToolContext> {
         private static final ObjectMapper JSON = new ObjectMapper();
 
-        private final List<Object> objects = new ArrayList<>();
-        private final List<IdempotencyListener> listeners = new ArrayList<>();
-        private final List<ModelErrorListener> modelErrorListeners = new ArrayList<>();
-        private IdempotencyStore store;
-        private Function<ToolContext, String> tenant = TENANT_ENTRY;
-        private Function<ToolContext, String> run = CONVERSATION_ID;
-        private ObjectMapper mapper;
+        private Builder() {
+            super(TENANT_ENTRY, CONVERSATION_ID);
+        }
 
-        private Builder() {}
+        @Override
+        protected Builder self() {
+            return this;
+        }
+
+        private List<IdempotencyListener> eventListeners() {
+            return listeners();
+        }
 
         /**
          * Objects whose Spring AI {@code @Tool} methods become tools (Spring AOP proxies are read
@@ -266,92 +249,7 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
          * @return this builder
          */
         public Builder toolObjects(Object... toolObjects) {
-            for (Object o : toolObjects) {
-                objects.add(Objects.requireNonNull(o, "toolObjects"));
-            }
-            return this;
-        }
-
-        /**
-         * Where records live; default a new in-memory store owned by the callbacks.
-         *
-         * @param store the store; it stays the caller's to close, after the callbacks
-         * @return this builder
-         */
-        public Builder store(IdempotencyStore store) {
-            this.store = store;
-            return this;
-        }
-
-        /**
-         * One tenant for every call.
-         *
-         * @param tenant the tenant, or {@code null} for none
-         * @return this builder
-         */
-        public Builder tenant(String tenant) {
-            this.tenant = context -> tenant;
-            return this;
-        }
-
-        /**
-         * The tenant of each call, from its tool context (e.g. {@link #fromToolContext}).
-         *
-         * @param tenant returns the tenant, or {@code null} for none
-         * @return this builder
-         */
-        public Builder tenant(Function<ToolContext, String> tenant) {
-            this.tenant = Objects.requireNonNull(tenant, "tenant");
-            return this;
-        }
-
-        /**
-         * The run of each call (one conversation), from its tool context; default {@link
-         * #CONVERSATION_ID}. {@code context -> null} makes calls repeat across conversations.
-         *
-         * @param run returns the run, or {@code null} for none
-         * @return this builder
-         */
-        public Builder run(Function<ToolContext, String> run) {
-            this.run = Objects.requireNonNull(run, "run");
-            return this;
-        }
-
-        /**
-         * The mapper for arguments and results (default: idemkit's).
-         *
-         * @param mapper the mapper
-         * @return this builder
-         */
-        public Builder objectMapper(ObjectMapper mapper) {
-            this.mapper = mapper;
-            return this;
-        }
-
-        /**
-         * Calls {@code listener} with the events of the idempotent tools' calls (e.g. {@code
-         * IdempotencyMetrics}).
-         *
-         * @param listener the listener
-         * @return this builder
-         */
-        public Builder listener(IdempotencyListener listener) {
-            listeners.add(Objects.requireNonNull(listener, "listener"));
-            return this;
-        }
-
-        /**
-         * Calls {@code listener} each time an idempotent tool hands Spring AI idemkit's error (a
-         * refusal, a held outcome, arguments that do not bind) as a {@code ToolExecutionException},
-         * whose text Spring AI's default exception processor sends to the model instead of
-         * throwing.
-         *
-         * @param listener the listener
-         * @return this builder
-         */
-        public Builder modelErrorListener(ModelErrorListener listener) {
-            modelErrorListeners.add(Objects.requireNonNull(listener, "listener"));
-            return this;
+            return addObjects("toolObjects", toolObjects);
         }
 
         /**
@@ -363,14 +261,10 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
          *     ToolContext}
          */
         public IdempotentToolCallbacks build() {
-            InMemoryIdempotencyStore created =
-                    store == null ? new InMemoryIdempotencyStore() : null;
-            IdempotencyStore s = store != null ? store : created;
+            ToolBinding binding = openBinding("idemkit-spring-ai", IdempotentToolCallback.class);
             List<ToolCallback> callbacks = new ArrayList<>();
-            List<IdempotentOperation<Object>> operations = new ArrayList<>();
-            Set<String> names = new HashSet<>();
             try {
-                for (Object object : objects) {
+                for (Object object : objects()) {
                     Class<?> type =
                             AopUtils.isAopProxy(object)
                                     ? AopUtils.getTargetClass(object)
@@ -382,53 +276,27 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
                             continue;
                         }
                         found++;
-                        ToolCallback callback = callback(object, method, s, operations);
-                        if (!names.add(callback.getToolDefinition().name())) {
-                            throw new IllegalArgumentException(
-                                    "idemkit-spring-ai: two tools are named `"
-                                            + callback.getToolDefinition().name()
-                                            + "`; give one another name with @Tool(name = ...)");
-                        }
+                        ToolCallback callback = callback(object, method, binding);
+                        binding.claimName(callback.getToolDefinition().name());
                         callbacks.add(callback);
                     }
                     if (found == 0) {
-                        throw new IllegalArgumentException(
-                                "idemkit-spring-ai: "
-                                        + type.getName()
-                                        + " has no method annotated with Spring AI's @Tool"
-                                        + " (org.springframework.ai.tool.annotation.Tool)");
+                        throw binding.noTools(
+                                type,
+                                "Spring AI's @Tool (org.springframework.ai.tool.annotation.Tool)");
                     }
                 }
             } catch (RuntimeException refused) {
-                for (IdempotentOperation<Object> op : operations) {
-                    op.close();
-                }
-                if (created != null) {
-                    created.close();
-                }
+                binding.close();
                 throw refused;
             }
             return new IdempotentToolCallbacks(
-                    callbacks.toArray(new ToolCallback[0]), operations, s, created, copy());
+                    callbacks.toArray(new ToolCallback[0]),
+                    binding,
+                    new Builder().copyOptions(this));
         }
 
-        /** The settings as built, for the operations a manager makes later. */
-        private Builder copy() {
-            Builder b = new Builder();
-            b.listeners.addAll(listeners);
-            b.modelErrorListeners.addAll(modelErrorListeners);
-            b.store = store;
-            b.tenant = tenant;
-            b.run = run;
-            b.mapper = mapper;
-            return b;
-        }
-
-        private ToolCallback callback(
-                Object object,
-                Method method,
-                IdempotencyStore s,
-                List<IdempotentOperation<Object>> operations) {
+        private ToolCallback callback(Object object, Method method, ToolBinding binding) {
             ToolDefinition definition = ToolDefinitions.from(method);
             ToolMetadata metadata = ToolMetadata.from(method);
             ToolMethod tool =
@@ -442,69 +310,48 @@ public final class IdempotentToolCallbacks implements ToolCallbackProvider, Auto
                         .toolCallResultConverter(ToolUtils.getToolCallResultConverter(method))
                         .build();
             }
-            return idempotent(
-                    object,
-                    method,
+            tool = idempotentTool(binding, object, method, definition);
+            return callback(
+                    binding,
+                    tool,
+                    binding.bind(tool),
                     definition,
                     metadata,
-                    ToolUtils.getToolCallResultConverter(method),
-                    s,
-                    operations,
-                    listeners);
+                    ToolUtils.getToolCallResultConverter(method));
         }
 
-        /** The callback of an idempotent method; its operation is added to {@code operations}. */
-        IdempotentToolCallback idempotent(
-                Object object,
-                Method method,
-                ToolDefinition definition,
-                ToolMetadata metadata,
-                org.springframework.ai.tool.execution.ToolCallResultConverter converter,
-                IdempotencyStore s,
-                List<IdempotentOperation<Object>> operations,
-                List<IdempotencyListener> listeners) {
+        /** The tool of an idempotent method, refused when it takes a {@code ToolContext}. */
+        ToolMethod idempotentTool(
+                ToolBinding binding, Object object, Method method, ToolDefinition definition) {
             ToolMethod tool =
                     ToolMethod.of(object, method, definition.name(), definition.description());
-            Parameter[] declared = method.getParameters();
-            Set<String> context = new HashSet<>();
-            for (int i = 0; i < declared.length; i++) {
-                if (ClassUtils.isAssignable(ToolContext.class, declared[i].getType())) {
-                    throw new IllegalArgumentException(
-                            "idemkit-spring-ai: tool `"
-                                    + tool.name()
-                                    + "` ("
-                                    + method.getDeclaringClass().getName()
-                                    + "."
-                                    + method.getName()
-                                    + "): parameter `"
-                                    + declared[i].getName()
-                                    + "` is a ToolContext, which an @Idempotent tool cannot take;"
-                                    + " take an IdempotencyContext parameter instead (its run() and"
+            for (Parameter p : method.getParameters()) {
+                if (ClassUtils.isAssignable(ToolContext.class, p.getType())) {
+                    throw binding.refusedParameter(
+                            tool,
+                            p,
+                            "a ToolContext",
+                            "take an IdempotencyContext parameter instead (its run() and"
                                     + " tenant() are the call's)");
                 }
-                if (tool.isContextParameter(i)) {
-                    context.add(declared[i].getName());
-                }
             }
-            IdempotentOperation.Builder<Object> builder =
-                    IdempotentOperation.builder(tool).store(s);
-            if (mapper != null) {
-                builder.objectMapper(mapper);
-            }
-            for (IdempotencyListener l : listeners) {
-                builder.listener(l);
-            }
-            IdempotentOperation<Object> operation = builder.build();
-            operations.add(operation);
+            return tool;
+        }
+
+        /** The callback of an idempotent tool over its operation. */
+        IdempotentToolCallback callback(
+                ToolBinding binding,
+                ToolMethod tool,
+                IdempotentOperation<Object> operation,
+                ToolDefinition definition,
+                ToolMetadata metadata,
+                org.springframework.ai.tool.execution.ToolCallResultConverter converter) {
             return new IdempotentToolCallback(
-                    withoutContext(definition, context),
+                    withoutContext(definition, ToolBinding.contextMembers(tool, p -> null)),
                     metadata,
-                    operation,
+                    call(binding, operation),
                     converter,
-                    method.getGenericReturnType(),
-                    tenant,
-                    run,
-                    List.copyOf(modelErrorListeners));
+                    tool.method().getGenericReturnType());
         }
 
         /** The definition without the IdempotencyContext members, which idemkit fills in. */

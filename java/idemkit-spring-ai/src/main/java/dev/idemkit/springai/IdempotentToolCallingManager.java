@@ -1,7 +1,7 @@
 package dev.idemkit.springai;
 
-import dev.idemkit.Idempotent;
 import dev.idemkit.IdempotentOperation;
+import dev.idemkit.adapter.ToolBinding;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
@@ -33,9 +33,9 @@ import org.springframework.aop.support.AopUtils;
  * A {@link ToolCallingManager} that keeps {@code @Idempotent}'s promise however the app wired its
  * tools: each Spring AI {@link MethodToolCallback} of a call (from {@code .tools(new Flights())},
  * {@code defaultTools(bean)}, a {@code MethodToolCallbackProvider}, or the resolver) whose method
- * carries idemkit's {@link Idempotent} runs as an {@link IdempotentToolCallback} of an {@link
- * IdempotentToolCallbacks}' store, policy, listeners and tool context. Callbacks that are already
- * idemkit's, and tools without {@code @Idempotent}, run as the delegate runs them.
+ * carries idemkit's {@link dev.idemkit.Idempotent} runs as an {@link IdempotentToolCallback} of an
+ * {@link IdempotentToolCallbacks}' store, policy, listeners and tool context. Callbacks that are
+ * already idemkit's, and tools without {@code @Idempotent}, run as the delegate runs them.
  *
  * <p>An {@code @Idempotent} tool that cannot be protected (a {@code ToolContext} parameter, a
  * policy the core refuses) is not run: its call answers a tool error naming the tool and the fix.
@@ -170,8 +170,7 @@ public final class IdempotentToolCallingManager implements ToolCallingManager {
             if (!changed) {
                 return delegate.executeToolCalls(prompt, chatResponse);
             }
-            ToolCallingChatOptions protectedOptions =
-                    options.mutate().toolCallbacks(callbacks).build();
+            ToolCallingChatOptions protectedOptions = withCallbacks(options, callbacks);
             return delegate.executeToolCalls(
                     new Prompt(prompt.getInstructions(), protectedOptions), chatResponse);
         } finally {
@@ -179,6 +178,39 @@ public final class IdempotentToolCallingManager implements ToolCallingManager {
                 op.close();
             }
         }
+    }
+
+    /** Whether the options have Spring AI 2.0's {@code mutate()}; 1.1's have setters instead. */
+    private static final boolean MUTABLE_COPY = hasMutate();
+
+    private static boolean hasMutate() {
+        try {
+            ToolCallingChatOptions.class.getMethod("mutate");
+            return true;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+
+    /**
+     * {@code options} with {@code callbacks}: on Spring AI 2.0 a mutated copy (every option kept);
+     * on 1.1, which lacks {@code mutate()}, new options of the tool callbacks and tool context, the
+     * two things a {@code ToolCallingManager} reads (the model keeps its own prompt's options).
+     */
+    private static ToolCallingChatOptions withCallbacks(
+            ToolCallingChatOptions options, List<ToolCallback> callbacks) {
+        if (MUTABLE_COPY) {
+            return options.mutate().toolCallbacks(callbacks).build();
+        }
+        ToolCallingChatOptions.Builder<?> copy =
+                ToolCallingChatOptions.builder().toolCallbacks(callbacks);
+        if (options.getToolContext() != null) {
+            copy.toolContext(options.getToolContext());
+        }
+        if (options.getModel() != null) {
+            copy.model(options.getModel());
+        }
+        return copy.build();
     }
 
     /**
@@ -206,11 +238,7 @@ public final class IdempotentToolCallingManager implements ToolCallingManager {
                         : AopUtils.isAopProxy(object)
                                 ? AopUtils.getTargetClass(object)
                                 : object.getClass();
-        boolean idempotent =
-                method.isAnnotationPresent(Idempotent.class)
-                        || method.getDeclaringClass().isAnnotationPresent(Idempotent.class)
-                        || type.isAnnotationPresent(Idempotent.class);
-        if (!idempotent || advisedByIdemkit(object)) {
+        if (!ToolBinding.isIdempotent(type, method) || advisedByIdemkit(object)) {
             return null;
         }
         return new Target(object, method, converter);

@@ -19,7 +19,8 @@ import org.springframework.util.ClassUtils;
  * pointcut matches the {@code @Idempotent} methods a proxy can reach (public, protected or
  * package-private, not final or static, on a class that is not final), and its advice runs each
  * call through idemkit ({@link IdempotentMethodInterceptor}). A method's own {@code @Idempotent}
- * counts, and a class's for the class's tool methods (Spring AI's or idemkit's {@code @Tool}).
+ * counts, and a class's for the class's tool methods: Spring AI's, LangChain4j's or idemkit's
+ * {@code @Tool}.
  */
 public final class IdempotentMethodAdvisor extends AbstractPointcutAdvisor
         implements DisposableBean {
@@ -123,11 +124,43 @@ public final class IdempotentMethodAdvisor extends AbstractPointcutAdvisor
                             .asSubclass(java.lang.annotation.Annotation.class)
                     : null;
 
-    /** Whether {@code method} is a tool (Spring AI's or idemkit's {@code @Tool}). */
+    private static final String LANGCHAIN4J_TOOL = "dev.langchain4j.agent.tool.Tool";
+
+    /** LangChain4j's {@code @Tool}, when LangChain4j is on the class path. */
+    private static final Class<? extends java.lang.annotation.Annotation> LANGCHAIN4J_TOOL_TYPE =
+            ClassUtils.isPresent(LANGCHAIN4J_TOOL, IdempotentMethodAdvisor.class.getClassLoader())
+                    ? ClassUtils.resolveClassName(
+                                    LANGCHAIN4J_TOOL,
+                                    IdempotentMethodAdvisor.class.getClassLoader())
+                            .asSubclass(java.lang.annotation.Annotation.class)
+                    : null;
+
+    /** Whether {@code method} is a tool (Spring AI's, LangChain4j's or idemkit's {@code @Tool}). */
     static boolean isTool(Method method) {
         return AnnotationUtils.findAnnotation(method, dev.idemkit.Tool.class) != null
                 || SPRING_AI_TOOL_TYPE != null
-                        && AnnotationUtils.findAnnotation(method, SPRING_AI_TOOL_TYPE) != null;
+                        && AnnotationUtils.findAnnotation(method, SPRING_AI_TOOL_TYPE) != null
+                || langChain4jToolName(method) != null;
+    }
+
+    /**
+     * The tool name of a LangChain4j {@code @Tool} method as idemkit-langchain4j names it (its
+     * {@code name}, else the method's), so that a call through its {@code IdempotentTools} and the
+     * proxy share one key; {@code null} for any other method.
+     */
+    static String langChain4jToolName(Method method) {
+        if (LANGCHAIN4J_TOOL_TYPE == null) {
+            return null;
+        }
+        java.lang.annotation.Annotation tool =
+                AnnotationUtils.findAnnotation(method, LANGCHAIN4J_TOOL_TYPE);
+        if (tool == null) {
+            return null;
+        }
+        Object name = AnnotationUtils.getValue(tool, "name");
+        return name instanceof String && !((String) name).isBlank()
+                ? (String) name
+                : method.getName();
     }
 
     /** Whether {@code method} is a Spring AI {@code @Tool}. */

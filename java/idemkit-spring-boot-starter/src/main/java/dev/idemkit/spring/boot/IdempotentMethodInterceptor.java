@@ -37,12 +37,13 @@ import org.springframework.core.annotation.AnnotationUtils;
  * arguments by parameter name as the tool dispatcher builds its input, and the invocation as the
  * body. The core decides every call (claim, wait, replay, refusal); this class only translates.
  *
- * <p>The key's scope is the tool's name for a Spring AI or idemkit {@code @Tool} (the name {@code
- * IdempotentToolCallbacks} uses, so both paths share records), else {@code Class.method}. Tenant
- * and run come from a {@code ToolContext} argument (the starter's tool-context keys), else from the
- * {@link IdempotencyContextResolver} bean. A call that is already the body of an idemkit call of
- * the same tool on this thread (the method called through {@code IdempotentToolCallbacks} or a
- * {@code ToolDispatcher}, which then invoke the proxy) runs the method directly: one protocol.
+ * <p>The key's scope is the tool's name for a Spring AI, LangChain4j or idemkit {@code @Tool} (the
+ * name {@code IdempotentToolCallbacks} or {@code IdempotentTools} uses, so both paths share
+ * records), else {@code Class.method}. Tenant and run come from a {@code ToolContext} argument (the
+ * starter's tool-context keys), else from the {@link IdempotencyContextResolver} bean. A call that
+ * is already the body of an idemkit call of the same tool on this thread (the method called through
+ * {@code IdempotentToolCallbacks} or a {@code ToolDispatcher}, which then invoke the proxy) runs
+ * the method directly: one protocol.
  */
 final class IdempotentMethodInterceptor implements MethodInterceptor {
     /** The context of the call whose body this thread has passed to the method already. */
@@ -291,6 +292,10 @@ final class IdempotentMethodInterceptor implements MethodInterceptor {
     static String name(Method method, Class<?> type) {
         if (IdempotentMethodAdvisor.isSpringAiTool(method)) {
             return ToolUtils.getToolName(method);
+        }
+        String langChain4j = IdempotentMethodAdvisor.langChain4jToolName(method);
+        if (langChain4j != null) {
+            return langChain4j;
         }
         dev.idemkit.Tool tool = AnnotationUtils.findAnnotation(method, dev.idemkit.Tool.class);
         if (tool != null) {
