@@ -226,7 +226,9 @@ struct RedisCounters(redis::aio::MultiplexedConnection);
 #[async_trait::async_trait]
 impl ServerCounters for RedisCounters {
     /// `cmd_usec`: the servers' own time in the top-level commands a caller sends (EVALSHA,
-    /// GET, SET; a script's inner commands are counted inside its EVALSHA).
+    /// GET, SET; Redis 7 counts a script's inner `GET`/`SET` as well, so a script's inner time is
+    /// counted twice); `cmd_calls`: how many of those commands (inner ones included); `scripts`:
+    /// how many `EVALSHA`.
     async fn snapshot(&self) -> Vec<(&'static str, f64)> {
         let mut c = self.0.clone();
         let info: String = redis::cmd("INFO")
@@ -234,19 +236,30 @@ impl ServerCounters for RedisCounters {
             .query_async(&mut c)
             .await
             .unwrap();
-        let mut usec = 0.0;
+        let (mut usec, mut calls, mut scripts) = (0.0, 0.0, 0.0);
         for line in info.lines() {
             for name in ["cmdstat_evalsha:", "cmdstat_get:", "cmdstat_set:"] {
                 if let Some(rest) = line.strip_prefix(name) {
-                    let v = rest
-                        .split(',')
-                        .find_map(|f| f.strip_prefix("usec="))
-                        .unwrap();
-                    usec += v.parse::<f64>().unwrap();
+                    let field = |wanted: &str| -> f64 {
+                        rest.split(',')
+                            .find_map(|f| f.strip_prefix(wanted))
+                            .unwrap()
+                            .parse()
+                            .unwrap()
+                    };
+                    usec += field("usec=");
+                    calls += field("calls=");
+                    if name == "cmdstat_evalsha:" {
+                        scripts += field("calls=");
+                    }
                 }
             }
         }
-        vec![("cmd_usec", usec)]
+        vec![
+            ("cmd_usec", usec),
+            ("cmd_calls", calls),
+            ("scripts", scripts),
+        ]
     }
 }
 
@@ -534,6 +547,124 @@ async fn store_paths(
     }
 }
 
+/// Bytes per Redis record (`MEMORY USAGE ... SAMPLES 0`), a 64-hex key and a 20-byte result
+/// (SPEC's size target): the record idemkit writes (v2: one string), the same record in the v1
+/// layout (the hash the v1 scripts wrote: its 13 fields, then `PEXPIREAT`), and the peer's
+/// `SET key result EX`. Prints `RESULT path=redis_record impl=... bytes=...`.
+async fn redis_record_bytes(
+    store: &RedisStore,
+    executor: &Executor,
+    tool: &Tool,
+    mut conn: redis::aio::MultiplexedConnection,
+) {
+    let text = input(7, &Token::random().hex());
+    let result = "r".repeat(18); // as JSON: 20 bytes
+    let answer: Result<String, _> = executor
+        .call(
+            tool,
+            &CallContext::new(),
+            KeyInput::Json(&text),
+            |_| async { Ok::<_, std::io::Error>(result.clone()) },
+        )
+        .await;
+    assert_eq!(answer.expect("call succeeds"), result);
+    let filter = idemkit::store::ListFilter {
+        tenant: Some(None),
+        ..Default::default()
+    };
+    let page = store.list(&filter, None).await.unwrap();
+    let [record] = page.records.as_slice() else {
+        panic!("one record without a tenant, found {}", page.records.len())
+    };
+    let name = format!("idemkit-peers:_:{}", record.key);
+    let reader = conn.clone();
+    let usage = |name: String| {
+        let mut c = reader.clone();
+        async move {
+            let bytes: i64 = redis::cmd("MEMORY")
+                .arg("USAGE")
+                .arg(&name)
+                .arg("SAMPLES")
+                .arg(0)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            bytes
+        }
+    };
+    let v2 = usage(name.clone()).await;
+    let outcome = record.outcome.as_ref().expect("completed");
+    let v1_name = format!("{name}:v1");
+    let mut v1 = redis::cmd("HSET");
+    v1.arg(&v1_name)
+        .arg("v")
+        .arg(1)
+        .arg("key")
+        .arg(&record.key)
+        .arg("scope")
+        .arg(&record.scope)
+        .arg("state")
+        .arg("in_progress")
+        .arg("token")
+        .arg(record.token.hex())
+        .arg("claimed_at")
+        .arg(record.claimed_at)
+        .arg("lease_end")
+        .arg(record.lease_end)
+        .arg("ttl_ms")
+        .arg(record.ttl_ms)
+        .arg("expires_at")
+        .arg(record.expires_at);
+    if let Some(fingerprint) = &record.fingerprint {
+        v1.arg("fingerprint").arg(fingerprint);
+    }
+    let _: i64 = v1.query_async(&mut conn).await.unwrap();
+    let _: i64 = redis::cmd("HSET")
+        .arg(&v1_name)
+        .arg("state")
+        .arg("completed")
+        .arg("outcome")
+        .arg(serde_json::to_string(outcome).unwrap())
+        .arg("outcome_kind")
+        .arg("success")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: i64 = redis::cmd("PEXPIREAT")
+        .arg(&v1_name)
+        .arg(record.expires_at)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let v1 = usage(v1_name.clone()).await;
+    let peer_name = format!("peer:{}", raw_key(&text));
+    let _: () = redis::cmd("SET")
+        .arg(&peer_name)
+        .arg(format!("\"{result}\""))
+        .arg("EX")
+        .arg(3600)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let peer = usage(peer_name.clone()).await;
+    let _: i64 = redis::cmd("DEL")
+        .arg(&name)
+        .arg(&v1_name)
+        .arg(&peer_name)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    println!(
+        "RESULT path=redis_record impl=idemkit bytes={v2} key_bytes={}",
+        name.len()
+    );
+    println!("RESULT path=redis_record impl=idemkit_v1_layout bytes={v1}");
+    println!(
+        "RESULT path=redis_record impl=peer bytes={peer} key_bytes={}",
+        peer_name.len()
+    );
+}
+
 /// The naive in-memory baseline: SHA-256 of the raw input text and a mutex-guarded map.
 struct NaiveMap(Mutex<HashMap<[u8; 32], String>>);
 
@@ -629,6 +760,7 @@ fn main() {
             };
             let store = RedisStore::connect(&url, &options).await.unwrap();
             store.forget(Some("bench")).await.unwrap();
+            let records = RedisStore::connect(&url, &options).await.unwrap();
             let store: Arc<dyn Store> = Arc::new(store);
             let client = redis::Client::open(url.as_str()).unwrap();
             let peer = NaiveRedis(client.get_multiplexed_async_connection().await.unwrap());
@@ -647,6 +779,7 @@ fn main() {
                 tool: tool.clone(),
                 context: context.clone(),
             };
+            let executor = idemkit.executor.clone();
             store_paths(
                 "redis",
                 Arc::new(peer),
@@ -657,6 +790,13 @@ fn main() {
             )
             .await;
             store.forget(Some("bench")).await.unwrap();
+            redis_record_bytes(
+                &records,
+                &executor,
+                &tool,
+                client.get_multiplexed_async_connection().await.unwrap(),
+            )
+            .await;
         }
         if wants("postgres") {
             let url = std::env::var("PEERS_POSTGRES_URL").expect("PEERS_POSTGRES_URL");

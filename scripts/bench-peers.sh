@@ -11,7 +11,8 @@
 #           commits twice); p50 of one client and throughput of 8;
 #   peer and idemkit (Rust): benches/peers.rs — p50 of one caller, throughput of 8, and per call
 #           the client's CPU and context switches, the server's CPU (/proc), Redis command time
-#           (INFO commandstats) and PostgreSQL WAL (pg_stat_wal);
+#           and count (INFO commandstats) and PostgreSQL WAL (pg_stat_wal); bytes per Redis
+#           record (MEMORY USAGE: idemkit's, the same record in the v1 layout, the peer's);
 #   C face: the calls the C library makes (capi/src/call.rs: prepare, a blocking advance, a
 #           blocking report) from plain threads, as a C or JNI caller does: the same counters;
 #   memory: a hit through the Rust face against a SHA-256 + mutex-map (benches/peers.rs);
@@ -55,6 +56,8 @@ REDIS_PID=""
 cleanup() {
     [[ -n "$REDIS_PID" ]] && kill "$REDIS_PID" 2>/dev/null || true
     [[ -f "$WORK/pg/postmaster.pid" ]] && as_postgres "$PG_BIN/pg_ctl" -D "$WORK/pg" -m fast -w stop >/dev/null 2>&1 || true
+    # PEERS_KEEP=<dir>: keep the raw results (RESULT lines, floors) there.
+    [[ -n "${PEERS_KEEP:-}" && -d "$WORK/out" ]] && cp -r "$WORK/out/." "$PEERS_KEEP/" 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -193,22 +196,28 @@ if os.path.exists(f"{out}/before.txt"):
             kv = dict(p.split("=", 1) for p in line.split()[1:])
             before[(kv["path"], kv["impl"])] = kv
 
+# Issue 29's targets: p50 against the floor and against the peer, 8-caller throughput against
+# the peer (None: no such target).
 rows = [
-    ("Redis repeat", "redis_repeat", "GET", fl["redis_get_c1"][0], fl["redis_get_c8"][1], 1.15),
-    ("Redis executed", "redis_executed", "2 × SET NX", 2 * fl["redis_setnx_c1"][0], fl["redis_setnx_c8"][1] / 2, 1.2),
-    ("PostgreSQL repeat", "postgres_repeat", "SELECT by key", fl["pg_select_c1"][0], fl["pg_select_c8"][1], 1.15),
-    ("PostgreSQL executed", "postgres_executed", "2 durable commits", 2 * fl["pg_write_c1"][0], fl["pg_write_c8"][1] / 2, 1.25),
+    ("Redis repeat", "redis_repeat", "GET", fl["redis_get_c1"][0], fl["redis_get_c8"][1], 1.25, 1.1, 0.9),
+    ("Redis executed", "redis_executed", "2 × SET NX", 2 * fl["redis_setnx_c1"][0], fl["redis_setnx_c8"][1] / 2, None, 1.15, 0.9),
+    ("PostgreSQL repeat", "postgres_repeat", "SELECT by key", fl["pg_select_c1"][0], fl["pg_select_c8"][1], 1.2, 1.1, 0.9),
+    ("PostgreSQL executed", "postgres_executed", "2 durable commits", 2 * fl["pg_write_c1"][0], fl["pg_write_c8"][1] / 2, 1.15, None, None),
 ]
-print("| path | floor p50 / 8-client ops/s | naive peer p50 / 8-caller calls/s | idemkit Rust before: p50 (÷ floor) / calls/s (÷ peer) | idemkit Rust after: p50 (÷ floor, target) / calls/s (÷ peer) |")
+def judged(value, target, at_most=True):
+    if target is None:
+        return f"{value:.2f}×"
+    ok = value <= target if at_most else value >= target
+    return f"{value:.2f}×, {'≤' if at_most else '≥'} {target}: {'met' if ok else 'missed'}"
+print("| path | floor p50 / 8-client ops/s | naive peer p50 / 8-caller calls/s | idemkit Rust before: p50 (÷ floor, ÷ peer) / calls/s (÷ peer) | idemkit Rust after: p50 (÷ floor; ÷ peer) / calls/s (÷ peer) |")
 print("|---|---|---|---|---|")
-for label, path, fname, fp50, fops, target in rows:
+for label, path, fname, fp50, fops, ftarget, ptarget, otarget in rows:
     pp50, pops = g(path, "peer", "p50_us"), g(path, "peer", "ops8")
     ip50, iops = g(path, "idemkit", "p50_us"), g(path, "idemkit", "ops8")
-    mark = "met" if ip50 / fp50 <= target else "missed"
     b = before.get((path, "idemkit"))
-    bcol = f"{float(b['p50_us']):.0f} µs ({float(b['p50_us']) / fp50:.2f}×) / {float(b['ops8']):,.0f} ({float(b['ops8']) / pops:.2f}×)" if b else "—"
+    bcol = f"{float(b['p50_us']):.0f} µs ({float(b['p50_us']) / fp50:.2f}×, {float(b['p50_us']) / pp50:.2f}×) / {float(b['ops8']):,.0f} ({float(b['ops8']) / pops:.2f}×)" if b else "—"
     print(f"| {label} | {fname}: {fp50:.0f} µs / {fops:,.0f} | {pp50:.0f} µs / {pops:,.0f} | {bcol} | "
-          f"{ip50:.0f} µs ({ip50 / fp50:.2f}×, ≤ {target}: {mark}) / {iops:,.0f} ({iops / pops:.2f}×) |")
+          f"{ip50:.0f} µs ({judged(ip50 / fp50, ftarget)}; {judged(ip50 / pp50, ptarget)}) / {iops:,.0f} ({judged(iops / pops, otarget, False)}) |")
 pm, im = g("memory_repeat", "peer", "ns"), g("memory_repeat", "idemkit", "ns")
 b = before.get(("memory_repeat", "idemkit"))
 bcol = f"{float(b['ns']):.0f} ns ({float(b['ns']) / pm:.1f}× the map)" if b else "—"
@@ -216,8 +225,8 @@ print(f"| memory repeat (Rust face) | — | {pm:.0f} ns (SHA-256 + mutex map) | 
 print()
 print("Per call, the same run (client: this benchmark process; server: the private server's processes):")
 print()
-print("| path | impl | client CPU µs | context switches | server CPU µs | Redis command µs | WAL records | WAL bytes |")
-print("|---|---|---|---|---|---|---|---|")
+print("| path | impl | client CPU µs | context switches | server CPU µs | Redis command µs | Redis GET/SET/EVALSHA (scripts) | WAL records | WAL bytes |")
+print("|---|---|---|---|---|---|---|---|---|")
 for path in ("redis_repeat", "redis_executed", "postgres_repeat", "postgres_executed"):
     for impl in ("peer", "idemkit before", "idemkit", "C face before", "C face"):
         kv = {"idemkit before": before.get((path, "idemkit")), "C face before": before.get((path, "face")),
@@ -225,8 +234,14 @@ for path in ("redis_repeat", "redis_executed", "postgres_repeat", "postgres_exec
         if kv is None:
             continue
         print(f"| {path.replace('_', ' ')} | {impl} | {kv['client_cpu_us']} | {kv['ctx_switches']} | "
-              f"{kv.get('server_cpu_us', '—')} | {kv.get('cmd_usec', '—')} | {kv.get('wal_records', '—')} | {kv.get('wal_bytes', '—')} |")
-print(f"| postgres floor (pgbench write, one commit) | — | — | — | — | — | {wal_floor[0]:.1f} | {wal_floor[1]:.0f} |")
+              f"{kv.get('server_cpu_us', '—')} | {kv.get('cmd_usec', '—')} | {kv.get('cmd_calls', '—')} ({kv.get('scripts', '—')}) | {kv.get('wal_records', '—')} | {kv.get('wal_bytes', '—')} |")
+print(f"| postgres floor (pgbench write, one commit) | — | — | — | — | — | — | {wal_floor[0]:.1f} | {wal_floor[1]:.0f} |")
+if ("redis_record", "idemkit") in res:
+    rb = {impl: int(res[("redis_record", impl)]["bytes"]) for impl in ("idemkit", "idemkit_v1_layout", "peer")}
+    print()
+    print(f"Bytes per Redis record (MEMORY USAGE, a 64-hex key, a 20-byte result, no tenant): idemkit {rb['idemkit']} B "
+          f"(target ≤ 250: {'met' if rb['idemkit'] <= 250 else 'missed'}), the same record in the v1 layout {rb['idemkit_v1_layout']} B, "
+          f"the naive peer {rb['peer']} B ({rb['idemkit'] / rb['peer']:.2f}× the peer).")
 print()
 print("The C face (the calls of capi/src/call.rs from plain threads) against the Rust face and the peer, same run:")
 print()
@@ -252,8 +267,10 @@ print()
 def ratio(path, key):
     return g(path, "idemkit", key) / g(path, "peer", key)
 print(f"Ratios to the peer: Redis server CPU per call repeat {ratio('redis_repeat', 'server_cpu_us'):.2f}×, "
-      f"executed {ratio('redis_executed', 'server_cpu_us'):.2f}× (target ≤ 1.3×); "
-      f"PostgreSQL WAL bytes per executed call {ratio('postgres_executed', 'wal_bytes'):.2f}× (target ≤ 1.3×).")
+      f"executed {ratio('redis_executed', 'server_cpu_us'):.2f}×; Redis command time per call repeat {ratio('redis_repeat', 'cmd_usec'):.2f}×, "
+      f"executed {ratio('redis_executed', 'cmd_usec'):.2f}× (target: server time ≤ 1.2×); "
+      f"PostgreSQL WAL bytes per executed call {ratio('postgres_executed', 'wal_bytes'):.2f}× the peer's, "
+      f"{g('postgres_executed', 'idemkit', 'wal_bytes') / (2 * wal_floor[1]):.2f}× two single-row commits (target ≤ 1.3×).")
 java = {}
 for f in ("java-face.txt", "java-stores.txt"):
     if os.path.exists(f"{out}/{f}"):
@@ -268,10 +285,10 @@ if java:
     print("| path | idemkit Java p50 µs (÷ floor, target) | idemkit Rust p50 µs | naive Java peer p50 µs |")
     print("|---|---|---|---|")
     for label, path, case, store, fp50, target, peer_case in (
-        ("Redis repeat", "redis_repeat", "store_hit", "redis", rows[0][3], 1.15, "redis_hit"),
-        ("Redis executed", "redis_executed", "store_executed", "redis", rows[1][3], 1.2, "redis_executed"),
-        ("PostgreSQL repeat", "postgres_repeat", "store_hit", "postgres", rows[2][3], 1.15, None),
-        ("PostgreSQL executed", "postgres_executed", "store_executed", "postgres", rows[3][3], 1.25, None),
+        ("Redis repeat", "redis_repeat", "store_hit", "redis", rows[0][3], 1.25, "redis_hit"),
+        ("Redis executed", "redis_executed", "store_executed", "redis", rows[1][3], 1.15, "redis_executed"),
+        ("PostgreSQL repeat", "postgres_repeat", "store_hit", "postgres", rows[2][3], 1.2, None),
+        ("PostgreSQL executed", "postgres_executed", "store_executed", "postgres", rows[3][3], 1.15, None),
     ):
         j = java.get(("java-stores.txt", case, store))
         if not j:

@@ -79,7 +79,8 @@ async fn records_live_under_prefix_tenant_hex_and_key_with_native_expiry() {
             .query_async(&mut conn)
             .await
             .unwrap();
-        assert_eq!(kind, "hash", "{expected}");
+        // Record v2: one string per record (see the store's module documentation).
+        assert_eq!(kind, "string", "{expected}");
         let (record, _) = store.get(id).await.unwrap();
         let record = record.unwrap();
         assert_eq!(record.tenant.as_deref(), tenant);
@@ -90,28 +91,22 @@ async fn records_live_under_prefix_tenant_hex_and_key_with_native_expiry() {
             .await
             .unwrap();
         assert_eq!(expire_at, record.expires_at, "{expected}");
-        let fields: Vec<String> = redis::cmd("HKEYS")
+        assert_eq!(record.lease_end, record.expires_at - 120_000);
+        let value: String = redis::cmd("GET")
             .arg(&expected)
             .query_async(&mut conn)
             .await
             .unwrap();
-        for field in [
-            "v",
-            "key",
-            "scope",
-            "state",
-            "token",
-            "claimed_at",
-            "lease_end",
-            "ttl_ms",
-            "expires_at",
-        ] {
-            assert!(
-                fields.iter().any(|f| f == field),
-                "{expected} lacks {field}: {fields:?}"
-            );
-        }
-        assert_eq!(fields.iter().any(|f| f == "tenant"), tenant.is_some());
+        assert_eq!(
+            value,
+            format!(
+                "2p|{}||60000|120000|||{}|{}",
+                token.hex(),
+                "redis_test".len(),
+                "redis_test"
+            ),
+            "{expected}"
+        );
         store
             .complete(
                 id,
@@ -121,13 +116,16 @@ async fn records_live_under_prefix_tenant_hex_and_key_with_native_expiry() {
             )
             .await
             .unwrap();
-        let outcome: String = redis::cmd("HGET")
+        let value: String = redis::cmd("GET")
             .arg(&expected)
-            .arg("outcome")
             .query_async(&mut conn)
             .await
             .unwrap();
-        assert_eq!(outcome, r#"{"success":{"n":12345678901234567890}}"#);
+        assert!(
+            value.starts_with(&format!("2s|{}|", token.hex()))
+                && value.ends_with(r#"|10|redis_test{"success":{"n":12345678901234567890}}"#),
+            "{value}"
+        );
         let (record, _) = store.get(id).await.unwrap();
         let expire_at: i64 = redis::cmd("PEXPIRETIME")
             .arg(&expected)

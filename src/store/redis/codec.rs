@@ -4,8 +4,7 @@
 use redis::Value;
 
 use crate::error::StoreError;
-use crate::record::{Outcome, Record, RecordState, Status, Token, RECORD_FORMAT};
-use crate::store::ListFilter;
+use crate::record::{Outcome, Record, RecordState, Token, RECORD_FORMAT};
 
 pub(super) fn config_value(value: &Value) -> Option<String> {
     match value {
@@ -175,39 +174,6 @@ pub(super) fn claimed_record_in(rest: Vec<Value>) -> Result<Record, StoreError> 
     record_from_values(&values)
 }
 
-/// From `HMGET claimed_at expires_at state lease_end`: the record's `claimed_at` when it is
-/// live and passes the filter's status, else `None` (gone, expired, or another status).
-pub(super) fn ranking_fields(
-    answer: Value,
-    now: i64,
-    filter: &ListFilter,
-) -> Result<Option<i64>, StoreError> {
-    if let Value::ServerError(e) = &answer {
-        return Err(StoreError::unavailable(format!("Redis: {e:?}")));
-    }
-    let fields = items(answer)?;
-    let field = |i: usize| fields.get(i).filter(|v| !matches!(v, Value::Nil));
-    let (Some(claimed_at), Some(expires_at), Some(state)) = (field(0), field(1), field(2)) else {
-        return Ok(None);
-    };
-    if now >= number(expires_at)? {
-        return Ok(None);
-    }
-    if let Some(wanted) = filter.status {
-        let status = match text(state)?.as_str() {
-            "completed" => Status::Completed,
-            _ => match field(3) {
-                Some(lease_end) if now < number(lease_end)? => Status::InProgress,
-                _ => Status::Abandoned,
-            },
-        };
-        if status != wanted {
-            return Ok(None);
-        }
-    }
-    Ok(Some(number(claimed_at)?))
-}
-
 /// The sum of the integer answers of a pipeline (deleted counts).
 pub(super) fn sum(values: &[Value]) -> Result<u64, StoreError> {
     let mut total = 0u64;
@@ -218,4 +184,71 @@ pub(super) fn sum(values: &[Value]) -> Result<u64, StoreError> {
         total += number(value)?.max(0) as u64;
     }
     Ok(total)
+}
+
+/// Record v2 (`scripts/prelude.lua`): one string `2<s>|token|claimed_at|lease_ms|ttl_ms|
+/// expires_at|fingerprint|<n>|` then `n` bytes of scope, then the outcome JSON; `<s>` is `p` for
+/// a claim in progress (its times come from the key's PEXPIRETIME, read by a script) or the outcome kind
+/// of a completed record (`s`, `f`, `t`, `i`).
+///
+/// The value of a fresh claim, written by one plain `SET ... NX GET PX (lease + ttl)`.
+pub(super) fn claim_value(
+    token: &str,
+    lease_ms: u64,
+    ttl_ms: u64,
+    fingerprint: Option<&str>,
+    scope: &str,
+) -> String {
+    format!(
+        "2p|{token}||{lease_ms}|{ttl_ms}||{}|{}|{scope}",
+        fingerprint.unwrap_or(""),
+        scope.len()
+    )
+}
+
+/// Reads a v2 value found by a plain command: `Some(Some(record))` for a completed record (its
+/// times are in the value), `Some(None)` for a claim in progress (only a script judges its lease,
+/// on the server's clock), `None` when it is not a v2 record (the claim script decides).
+pub(super) fn found_v2(value: &[u8], key: &str, tenant: Option<&str>) -> Option<Option<Record>> {
+    let rest = value.strip_prefix(b"2")?;
+    let (&state, rest) = rest.split_first()?;
+    let mut parts = rest.strip_prefix(b"|")?.splitn(8, |b| *b == b'|');
+    let mut next = || parts.next().and_then(|p| std::str::from_utf8(p).ok());
+    let (token, claimed_at, lease_ms, ttl_ms, expires_at, fingerprint, n) = (
+        next()?,
+        next()?,
+        next()?,
+        next()?,
+        next()?,
+        next()?,
+        next()?,
+    );
+    let n: usize = n.parse().ok()?;
+    let tail = parts.next()?;
+    if state == b'p' {
+        return Some(None);
+    }
+    if tail.len() < n {
+        return None;
+    }
+    let (scope, outcome) = tail.split_at(n);
+    if !matches!(state, b's' | b'f' | b't' | b'i') {
+        return None;
+    }
+    let claimed_at: i64 = claimed_at.parse().ok()?;
+    let outcome: Outcome = serde_json::from_str(std::str::from_utf8(outcome).ok()?).ok()?;
+    Some(Some(Record {
+        format: RECORD_FORMAT,
+        key: key.to_owned(),
+        tenant: tenant.map(str::to_owned),
+        scope: String::from_utf8(scope.to_vec()).ok()?,
+        state: RecordState::Completed,
+        token: Token::from_hex(token)?,
+        claimed_at,
+        lease_end: claimed_at + lease_ms.parse::<i64>().ok()?,
+        ttl_ms: ttl_ms.parse().ok()?,
+        expires_at: expires_at.parse().ok()?,
+        outcome: Some(outcome),
+        fingerprint: (!fingerprint.is_empty()).then(|| fingerprint.to_owned()),
+    }))
 }

@@ -1,17 +1,32 @@
-//! The Redis store (feature `redis`): one hash per record, claims as one single-key Lua script.
+//! The Redis store (feature `redis`, Redis ≥ 7.0): one string per record (record v2); a new key
+//! is claimed, and a repeat answered, by one plain command.
 //!
 //! **Key layout** (SPEC §4): `<prefix><t>:<key>`, where `t` is `_` for no tenant, else `t`
 //! followed by the lowercase hex of the tenant's UTF-8 bytes, and `key` is the 64-hex key. There
 //! is no hash tag: every operation touches one key, so Redis Cluster spreads records freely.
 //!
-//! **Value**: a hash with the fields `v` (record format), `key`, `tenant` (absent for no tenant),
-//! `scope`, `state` (`in_progress`/`completed`), `token`, `claimed_at`, `lease_end`, `ttl_ms`,
-//! `expires_at` (milliseconds on the server's clock), and once completed `outcome` (the outcome as
-//! JSON, written by Rust and never re-encoded by Lua, so a success comes back byte for byte) and
-//! `outcome_kind` (`success`, `failure` or `too_large`, so scripts need not parse JSON).
+//! **Value** (v2, SPEC v1.2 §9 rule 2): `2<s>|token|claimed_at|lease_ms|ttl_ms|expires_at|
+//! fingerprint|<n>|` then `n` bytes of scope, then the outcome JSON (written by Rust or Java and
+//! never re-encoded by Lua, so a success comes back byte for byte). `<s>` is `p` for a claim in
+//! progress, whose `claimed_at` and `expires_at` are empty: the key's native expiry
+//! (`PEXPIRETIME`) is its `expires_at`, `lease_end = expires_at - ttl_ms`; or the outcome kind of
+//! a completed record (`s`uccess, `f`ailure, `t`oo large, `i`ndeterminate). Key and tenant are
+//! the key's name. `Record::format` stays 1: the record's fields are those of v1.
+//!
+//! **Claims**: `SET key <claim> NX GET PX (lease + ttl)` claims a free key (nil) or answers the
+//! value there; a completed record is answered from it. A claim in progress (its lease is judged
+//! on the server's clock), a failure to replace, a v1 record (`WRONGTYPE`) or an error go to the
+//! claim script, which decides alone. The `now_ms` of a claim the plain command settles is the
+//! server's time as last read, moved on by the monotonic clock (`clock`): it only reports.
 //!
 //! **Time**: every script reads Redis `TIME` as *now*; process clocks are never compared. Records
-//! expire natively (`PEXPIREAT expires_at`) and every read checks `expires_at` as well.
+//! expire natively and every script checks `expires_at` as well.
+//!
+//! **Rolling upgrade**: records of the v1 layout (one hash each, `v`, `key`, `tenant`, `scope`,
+//! `state`, `token`, `claimed_at`, `lease_end`, `ttl_ms`, `expires_at`, `outcome`,
+//! `outcome_kind`, `fingerprint`) are read by every script (`read` in `scripts/prelude.lua`) and
+//! replaced by a v2 string when written. A process of the previous version meets a v2 record with
+//! `HMGET`: `WRONGTYPE`, a store error, and its body does not run.
 //!
 //! **Connections**: a few multiplexed connections used round-robin, each a
 //! [`redis::aio::ConnectionManager`] that reconnects in the background after the server comes
@@ -43,6 +58,7 @@
 //! layout is in `layout`, cluster discovery and per-node routing in `cluster`, reading Redis
 //! answers in `codec`, the connections in `pool` (a caller lane's own in `lane`); this file holds the [`Store`] operations.
 
+mod clock;
 mod cluster;
 mod codec;
 mod lane;
@@ -58,11 +74,12 @@ use async_trait::async_trait;
 use redis::cluster_async::ClusterConnection;
 use redis::{RedisError, Value};
 
+use self::clock::ServerClock;
 use self::cluster::{cluster_node_urls, Node};
 pub use self::codec::RECORD_FIELDS;
 use self::codec::{
-    claimed_record_in, config_value, items, number, ranking_fields, record_from_hash, record_in,
-    reply, sum,
+    claim_value, claimed_record_in, config_value, found_v2, items, number, record_from_hash,
+    record_in, reply, sum,
 };
 pub use self::layout::{glob_escape, tenant_segment};
 use self::layout::{is_record_suffix, ListCursor};
@@ -101,6 +118,8 @@ pub struct RedisStore {
     prefix: String,
     url: String,
     max_outcome_bytes: usize,
+    /// The server's time as last read (the `now_ms` of claims one plain command settles).
+    clock: ServerClock,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -165,8 +184,12 @@ impl RedisStore {
                 prefix,
                 url: shown,
                 max_outcome_bytes,
+                clock: ServerClock::new(),
             };
             store.check_eviction_policy(options.allow_evicting).await?;
+            store
+                .clock
+                .saw(store.server_time(&mut store.connection()).await?);
             return Ok(store);
         }
         let client = redis::Client::open(url).map_err(|e| {
@@ -184,9 +207,13 @@ impl RedisStore {
             prefix,
             url: shown,
             max_outcome_bytes,
+            clock: ServerClock::new(),
         };
         store.refuse_cluster_node().await?;
         store.check_eviction_policy(options.allow_evicting).await?;
+        store
+            .clock
+            .saw(store.server_time(&mut store.connection()).await?);
         Ok(store)
     }
 
@@ -295,8 +322,7 @@ impl RedisStore {
         }
     }
 
-    /// `newest`: `(claimed_at, key)` of the live `keys` (on `node`) that pass `filter`, read
-    /// with one pipelined `HMGET` of the ranking fields per key.
+    /// `newest`: `(claimed_at, key)` of the live `keys` (on `node`) that pass `filter`.
     async fn rank(
         &self,
         node: &mut Node,
@@ -304,29 +330,57 @@ impl RedisStore {
         now: i64,
         filter: &ListFilter,
     ) -> Result<Vec<(i64, String)>, StoreError> {
+        let records = self.read_whole(node, &keys, now, filter).await?;
+        Ok(records
+            .into_iter()
+            .map(|(key, record)| (record.claimed_at, key))
+            .collect())
+    }
+
+    /// The live records at `keys` (on `node`) that pass `filter`, with their keys: one pipelined
+    /// run of the get script per key, which reads either format (the script must be loaded).
+    async fn read_whole(
+        &self,
+        node: &mut Node,
+        keys: &[String],
+        now: i64,
+        filter: &ListFilter,
+    ) -> Result<Vec<(String, Record)>, StoreError> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
         let mut pipe = redis::pipe();
-        for key in &keys {
-            pipe.cmd("HMGET")
-                .arg(key)
-                .arg("claimed_at")
-                .arg("expires_at")
-                .arg("state")
-                .arg("lease_end");
+        for key in keys {
+            pipe.cmd("EVALSHA").arg(GET.get_hash()).arg(1).arg(key);
         }
         let answers = node
             .pipeline(&pipe, keys.len())
             .await
             .map_err(|e| self.error(e))?;
-        let mut ranked = Vec::with_capacity(keys.len());
-        for (key, answer) in keys.into_iter().zip(answers) {
-            if let Some(claimed_at) = ranking_fields(answer, now, filter)? {
-                ranked.push((claimed_at, key));
+        let mut records = Vec::with_capacity(keys.len());
+        for (key, answer) in keys.iter().zip(answers) {
+            if let Value::ServerError(e) = &answer {
+                return Err(StoreError::unavailable(format!("Redis: {e:?}")));
+            }
+            let mut parts = items(answer)?.into_iter();
+            let _ = parts.next();
+            let flat = items(parts.next().unwrap_or(Value::Nil))?;
+            if flat.is_empty() {
+                continue;
+            }
+            let record = record_from_hash(&flat)?;
+            if !record.is_expired(now) && filter.matches(&record, now) {
+                records.push((key.clone(), record));
             }
         }
-        Ok(ranked)
+        Ok(records)
+    }
+
+    /// Loads the get script (on a cluster the client loads it on every primary).
+    async fn load_get(&self) -> Result<(), StoreError> {
+        self.run(|mut c| async move { GET.prepare_invoke().load_async(&mut c).await })
+            .await?;
+        Ok(())
     }
 
     fn error(&self, e: RedisError) -> StoreError {
@@ -414,6 +468,57 @@ impl Store for RedisStore {
         let token = request.token.hex();
         let lease_ms = request.lease_ms.min(MAX_SPAN_MS);
         let ttl_ms = request.ttl_ms.min(MAX_SPAN_MS);
+        // The common paths are one plain command (record v2): a free key is claimed, or the
+        // record there is answered, by `SET key <claim> NX GET PX (lease + ttl)`. Whatever needs
+        // the server's clock (a claim to judge), a failure to replace, a v1 record (WRONGTYPE) or
+        // a server without `SET NX GET` goes to the claim script, which decides alone.
+        if lease_ms + ttl_ms > 0 {
+            let value = claim_value(&token, lease_ms, ttl_ms, request.fingerprint, request.scope);
+            let command = redis::cmd("SET")
+                .arg(&key)
+                .arg(value)
+                .arg("NX")
+                .arg("GET")
+                .arg("PX")
+                .arg(lease_ms + ttl_ms)
+                .clone();
+            let found: Option<Value> = self
+                .run(|mut c| {
+                    let command = command.clone();
+                    async move {
+                        match command.query_async::<Value>(&mut c).await {
+                            Ok(value) => Ok(Some(value)),
+                            Err(e) if e.code().is_some() => Ok(None),
+                            Err(e) => Err(e),
+                        }
+                    }
+                })
+                .await?;
+            match found {
+                Some(Value::Nil) => {
+                    let now_ms = self.clock.now();
+                    return Ok(ClaimReply {
+                        now_ms,
+                        claim: Claim::Acquired {
+                            lease_end: now_ms + lease_ms as i64,
+                        },
+                    });
+                }
+                Some(Value::BulkString(bytes)) => {
+                    let hex = request.id.key.hex();
+                    if let Some(Some(record)) = found_v2(&bytes, &hex, request.id.tenant) {
+                        if !request.replaces_failure(&record) {
+                            let now_ms = self.clock.now().min(record.expires_at - 1);
+                            return Ok(ClaimReply {
+                                now_ms,
+                                claim: Claim::Completed(record),
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
         let key_hex = request.id.key.hex();
         let value: Value = self
             .run(|mut c| {
@@ -438,6 +543,7 @@ impl Store for RedisStore {
             })
             .await?;
         let (answer, now_ms, rest) = reply(value)?;
+        self.clock.saw(now_ms);
         let claim = match answer.as_str() {
             "acquired" => Claim::Acquired {
                 lease_end: number(rest.first().unwrap_or(&Value::Nil))?,
@@ -568,6 +674,7 @@ impl Store for RedisStore {
         };
         let pattern = self.list_pattern(filter);
         let mut connection = self.connection();
+        self.load_get().await?;
         let now = self.server_time(&mut connection).await?;
         // On a cluster: every primary's `host:port`, in the order pages visit them.
         let nodes: Vec<String> = if self.cluster.is_some() {
@@ -598,25 +705,13 @@ impl Store for RedisStore {
             if !position.pending.is_empty() {
                 let room = limit - records.len();
                 let take = position.pending.len().min(room.max(1));
-                let batch: Vec<String> = position.pending.drain(..take).collect();
-                let mut pipe = redis::pipe();
-                for suffix in &batch {
-                    pipe.cmd("HGETALL").arg(format!("{}{suffix}", self.prefix));
-                }
-                let hashes = node
-                    .pipeline(&pipe, batch.len())
-                    .await
-                    .map_err(|e| self.error(e))?;
-                for hash in hashes {
-                    let flat = items(hash)?;
-                    if flat.is_empty() {
-                        continue;
-                    }
-                    let record = record_from_hash(&flat)?;
-                    if !record.is_expired(now) && filter.matches(&record, now) {
-                        records.push(record);
-                    }
-                }
+                let batch: Vec<String> = position
+                    .pending
+                    .drain(..take)
+                    .map(|suffix| format!("{}{suffix}", self.prefix))
+                    .collect();
+                let found = self.read_whole(&mut node, &batch, now, filter).await?;
+                records.extend(found.into_iter().map(|(_, record)| record));
                 if records.len() >= limit {
                     break;
                 }
@@ -715,6 +810,7 @@ impl Store for RedisStore {
     async fn newest(&self, filter: &ListFilter) -> Result<Page, StoreError> {
         let limit = if filter.limit == 0 { 100 } else { filter.limit };
         let pattern = self.list_pattern(filter);
+        self.load_get().await?;
         let now = self.server_time(&mut self.connection()).await?;
         // Every primary is scanned whole, reading only what ranks and filters a record
         // (claimed_at and the status fields); the best `limit` (and a few spare, for records
@@ -775,32 +871,13 @@ impl Store for RedisStore {
         chosen.sort_by(|a, b| b.cmp(a));
         let mut records = Vec::with_capacity(chosen.len());
         for (index, primary) in primaries.iter_mut().enumerate() {
-            let keys: Vec<&str> = chosen
+            let keys: Vec<String> = chosen
                 .iter()
                 .filter(|r| r.node == index)
-                .map(|r| r.key.as_str())
+                .map(|r| r.key.clone())
                 .collect();
-            if keys.is_empty() {
-                continue;
-            }
-            let mut pipe = redis::pipe();
-            for key in &keys {
-                pipe.cmd("HGETALL").arg(*key);
-            }
-            let hashes = primary
-                .pipeline(&pipe, keys.len())
-                .await
-                .map_err(|e| self.error(e))?;
-            for hash in hashes {
-                let flat = items(hash)?;
-                if flat.is_empty() {
-                    continue;
-                }
-                let record = record_from_hash(&flat)?;
-                if !record.is_expired(now) && filter.matches(&record, now) {
-                    records.push(record);
-                }
-            }
+            let found = self.read_whole(primary, &keys, now, filter).await?;
+            records.extend(found.into_iter().map(|(_, record)| record));
         }
         records.sort_by(newest_first);
         records.truncate(limit);

@@ -1,6 +1,6 @@
 //! The Lua scripts of the Redis store, one `.lua` file each under `scripts/`, every one run
-//! after the shared helpers of `scripts/prelude.lua` (`now_ms`, `fmt`, `fields`, `live`,
-//! `record_outcome`).
+//! after the shared helpers of `scripts/prelude.lua` (`now_ms`, `read` of a record in either
+//! format, `encode2`/`decode2` of a v2 value, `write_claim`, `record_outcome`).
 
 use once_cell::sync::Lazy;
 use redis::Script;
@@ -8,7 +8,7 @@ use redis::Script;
 /// Shared Lua helpers, prepended to every script.
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
 
-/// Claim: KEYS = [record]; ARGV = [token, lease_ms, ttl_ms, retry_failure (0/1), format, key hex,
+/// Claim, its rare path (the common one is a plain `SET ... NX GET`): KEYS = [record]; ARGV = [token, lease_ms, ttl_ms, retry_failure (0/1), format, key hex,
 /// scope, has_tenant (0/1), tenant, fingerprint ('' for none), payload checked (0/1)]. Answers
 /// `{answer, now, lease_end | record}`, the record as the values of one `HMGET` in the order of
 /// `codec::RECORD_FIELDS` (then `outcome_kind`). A failure is replaced as

@@ -1,8 +1,9 @@
 local now = now_ms()
-local flat = redis.call('HGETALL', KEYS[1])
-if #flat > 0 then
-  local alive = live(fields(flat), now)
+local f = read(now)
+if f and f['err'] then return f end
+if f then
+  local alive = live(f, now)
   if type(alive) == 'table' then return alive end
-  if not alive then flat = {} end
+  if alive then return {fmt(now), flat(f)} end
 end
-return {fmt(now), flat}
+return {fmt(now), {}}

@@ -1,6 +1,7 @@
 local now = now_ms()
-local v = redis.call('HMGET', KEYS[1], 'state', 'token', 'expires_at')
-if v[3] and now < tonumber(v[3]) and v[1] == 'in_progress' and v[2] == ARGV[1] then
+local f = read(now)
+if f and f['err'] then return f end
+if f and now < tonumber(f['expires_at']) and f['state'] == 'in_progress' and f['token'] == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return 1
 end

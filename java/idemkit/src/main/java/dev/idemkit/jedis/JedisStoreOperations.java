@@ -28,16 +28,19 @@ import redis.clients.jedis.ConnectionPool;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisNoScriptException;
 import redis.clients.jedis.params.ScanParams;
+import redis.clients.jedis.params.SetParams;
 import redis.clients.jedis.resps.ScanResult;
 
 /**
  * The Redis store over the application's Jedis client ({@code RedisClient}, {@code
  * RedisClusterClient}). It runs the very Lua scripts of the native Redis store (their text comes
  * from the native library, {@code src/store/redis/scripts/*.lua}) on the same key layout ({@code
- * <prefix><t>:<key>}) and record format, so both share records: a claim is one script touching one
- * key, on the server's clock. The client stays the application's: this store never closes it.
+ * <prefix><t>:<key>}) and record format (v2: one string per record), so both share records: a claim
+ * is one plain {@code SET ... NX GET PX} or, on the rare paths, one script touching one key, on the
+ * server's clock. The client stays the application's: this store never closes it.
  */
 final class JedisStoreOperations implements StoreOperations {
     private static final int SCAN_BATCH = 500;
@@ -112,14 +115,51 @@ final class JedisStoreOperations implements StoreOperations {
 
     @Override
     public ClaimResult claim(ClaimRequest r) {
+        long leaseMs = Math.min(r.leaseMs(), MAX_SPAN_MS);
+        long ttlMs = Math.min(r.ttlMs(), MAX_SPAN_MS);
+        String key = redisKey(r.id());
+        // Record v2, as the native store: a free key is claimed, or a completed record answered,
+        // by one plain SET ... NX GET PX (lease + ttl). A claim to judge on the server's clock, a
+        // failure to replace, a v1 record (WRONGTYPE) or an older server go to the claim script.
+        if (leaseMs + ttlMs > 0) {
+            if (!clockSet) {
+                clockSeen(number(((List<?>) run("get", prefix + "_:" + "0".repeat(64))).get(0)));
+            }
+            byte[] found;
+            boolean plain = true;
+            dev.idemkit.StoreDeadline.millisLeft();
+            try {
+                found =
+                        client.setGet(
+                                key.getBytes(StandardCharsets.UTF_8),
+                                claimValue(r, leaseMs, ttlMs),
+                                SetParams.setParams().nx().px(leaseMs + ttlMs));
+            } catch (JedisDataException notPlain) {
+                found = null;
+                plain = false;
+            }
+            if (plain) {
+                long now = clockNow();
+                if (found == null) {
+                    return ClaimResult.acquired(now, now + leaseMs);
+                }
+                StoredRecord done = completedV2(found, r.id());
+                if (done != null) {
+                    now = Math.min(now, done.expiresAt() - 1);
+                    if (!r.takesOver(done, now)) {
+                        return ClaimResult.found(now, done);
+                    }
+                }
+            }
+        }
         List<?> reply =
                 (List<?>)
                         run(
                                 "claim",
-                                redisKey(r.id()),
+                                key,
                                 r.token(),
-                                Long.toString(Math.min(r.leaseMs(), MAX_SPAN_MS)),
-                                Long.toString(Math.min(r.ttlMs(), MAX_SPAN_MS)),
+                                Long.toString(leaseMs),
+                                Long.toString(ttlMs),
                                 r.retryFailure() ? "1" : "0",
                                 Integer.toString(StoredRecord.FORMAT),
                                 r.id().key(),
@@ -130,10 +170,112 @@ final class JedisStoreOperations implements StoreOperations {
                                 r.payloadChecked() ? "1" : "0");
         String answer = text(reply.get(0));
         long now = number(reply.get(1));
+        clockSeen(now);
         if ("acquired".equals(answer)) {
             return ClaimResult.acquired(now, number(reply.get(2)));
         }
         return ClaimResult.found(now, fromValues((List<?>) reply.get(2)));
+    }
+
+    // --- record v2 (src/store/redis/scripts/prelude.lua) ---
+
+    /**
+     * {@code 2p|token||lease_ms|ttl_ms||fingerprint|<n>|scope}: a fresh claim (its times come from
+     * the key's PEXPIRETIME, on the server's clock; n is the scope's length in UTF-8 bytes).
+     */
+    private static byte[] claimValue(ClaimRequest r, long leaseMs, long ttlMs) {
+        byte[] scope = r.scope().getBytes(StandardCharsets.UTF_8);
+        String head =
+                "2p|"
+                        + r.token()
+                        + "||"
+                        + leaseMs
+                        + "|"
+                        + ttlMs
+                        + "||"
+                        + (r.fingerprint() == null ? "" : r.fingerprint())
+                        + "|"
+                        + scope.length
+                        + "|";
+        byte[] h = head.getBytes(StandardCharsets.US_ASCII);
+        byte[] out = java.util.Arrays.copyOf(h, h.length + scope.length);
+        System.arraycopy(scope, 0, out, h.length, scope.length);
+        return out;
+    }
+
+    /**
+     * A completed v2 record ({@code 2<kind>|token|claimed_at|lease_ms|ttl_ms|expires_at|
+     * fingerprint|<n>|scope outcome}), or null for anything else (a claim in progress, a v1 or
+     * foreign value): the claim script judges those.
+     */
+    private static StoredRecord completedV2(byte[] v, RecordId id) {
+        if (v.length < 3 || v[0] != '2' || v[2] != '|') {
+            return null;
+        }
+        String kind =
+                switch (v[1]) {
+                    case 's' -> "success";
+                    case 'f' -> "failure";
+                    case 't' -> "too_large";
+                    case 'i' -> "indeterminate";
+                    default -> null;
+                };
+        if (kind == null) {
+            return null;
+        }
+        String[] f = new String[7];
+        int at = 3;
+        for (int i = 0; i < 7; i++) {
+            int bar = at;
+            while (bar < v.length && v[bar] != '|') {
+                bar++;
+            }
+            if (bar >= v.length) {
+                return null;
+            }
+            f[i] = new String(v, at, bar - at, StandardCharsets.US_ASCII);
+            at = bar + 1;
+        }
+        try {
+            int n = Integer.parseInt(f[6]);
+            if (at + n > v.length) {
+                return null;
+            }
+            long claimedAt = Long.parseLong(f[1]);
+            return new StoredRecord(
+                    StoredRecord.FORMAT,
+                    id.key(),
+                    id.tenant(),
+                    new String(v, at, n, StandardCharsets.UTF_8),
+                    StoredRecord.State.COMPLETED,
+                    f[0],
+                    claimedAt,
+                    claimedAt + Long.parseLong(f[2]),
+                    Long.parseLong(f[3]),
+                    Long.parseLong(f[4]),
+                    new StoredOutcome(
+                            kind, new String(v, at + n, v.length - at - n, StandardCharsets.UTF_8)),
+                    f[5].isEmpty() ? null : f[5]);
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    /**
+     * The server's clock as last read, moved on by {@link System#nanoTime()}: the {@code now} of a
+     * claim one plain command settles (it only reports; the server judges every record).
+     */
+    private volatile long clockOffsetMs;
+
+    private volatile boolean clockSet;
+
+    private void clockSeen(long serverMs) {
+        clockOffsetMs = serverMs - System.nanoTime() / 1_000_000;
+        clockSet = true;
+    }
+
+    private long clockNow() {
+        return System.nanoTime() / 1_000_000 + clockOffsetMs;
     }
 
     @Override
